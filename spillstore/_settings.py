@@ -1,0 +1,480 @@
+"""Settings: one frozen model, read from keyword arguments and ``SPILLSTORE_*`` variables.
+
+Precedence is written once, in :meth:`Settings.settings_customise_sources`: explicit
+keyword arguments beat the environment, which beats the defaults. Nothing else is read
+(no ``.env`` file, no secrets directory, no command line).
+
+Every invalid value raises :class:`~spillstore._errors.ConfigError` naming the field and
+its environment variable; a bad value is never replaced by a default.
+
+Sizes are UTF-8 bytes. :func:`parse_size` accepts whole numbers and human sizes:
+
+- no unit or ``B``: bytes (``50000``, ``"50000"``, ``"512B"``);
+- ``KB``, ``MB``, ``GB``: powers of 1000 (``"50KB"`` is 50,000);
+- ``KiB``, ``MiB``, ``GiB``: powers of 1024 (``"10MiB"`` is 10,485,760).
+
+Units are case-insensitive (``"50kb"`` and ``"50kB"`` both mean 50,000). A bare
+``K``/``M``/``G`` is rejected: half the world reads it as 1000-based and half as
+1024-based, so the error asks for ``KB`` or ``KiB``. Caps that can be turned off take
+``"off"`` (or ``None``); ``0`` never means "off".
+
+Environment variables are matched case-insensitively (pydantic-settings' default), so
+``spillstore_max_bytes`` works too. Unknown ``SPILLSTORE_*`` variables are ignored:
+pydantic-settings only looks up the variables of known fields, even with
+``extra="forbid"``. Unknown keyword arguments and mapping keys are rejected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, Literal, Self, overload
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from spillstore._errors import ConfigError
+
+__all__ = [
+    "MIN_BUDGET_BYTES",
+    "MIN_MAX_LINE_BYTES",
+    "MIN_RETENTION_BYTES",
+    "POINTER_RESERVE_BYTES",
+    "Settings",
+    "parse_duration",
+    "parse_size",
+]
+
+MIN_BUDGET_BYTES: Final = 2_048
+"""The smallest ``max_bytes`` accepted: below it the pointer notice alone may not fit."""
+
+POINTER_RESERVE_BYTES: Final = 1_536
+"""Room kept for the pointer notice (spill id, path, ranges, recovery hints, suffix
+markers): ``head_bytes + tail_bytes + POINTER_RESERVE_BYTES`` must not exceed
+``max_bytes``."""
+
+MIN_MAX_LINE_BYTES: Final = 80
+"""The smallest per-line cut accepted: a shorter cut would leave lines unreadable."""
+
+MIN_RETENTION_BYTES: Final = 4_096
+"""The smallest retention cap accepted (when the cap is on)."""
+
+_ENV_PREFIX: Final = "SPILLSTORE_"
+
+_SIZE_UNITS: Final[Mapping[str, int]] = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+_AMBIGUOUS_SIZE_UNITS: Final = frozenset({"k", "m", "g"})
+_DURATION_UNITS: Final[Mapping[str, int]] = {"": 1, "s": 1, "m": 60, "h": 3_600, "d": 86_400}
+
+# ASCII digits only: str.isdigit() and int() also accept other scripts' digits.
+_NUMBER_WITH_UNIT: Final = re.compile(r"([0-9]+)\s*([A-Za-z]*)", re.ASCII)
+_SESSION_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)
+
+_SIZE_EXPECTED: Final = 'must be a positive whole number of bytes such as 50000, "50KB" or "10MiB"'
+_DURATION_EXPECTED: Final = (
+    'must be a positive whole number of seconds, or a duration such as "30s", "10m", "2h" or "7d"'
+)
+
+
+def _env_var(field: str) -> str:
+    """Return the environment variable that sets ``field``."""
+    return f"{_ENV_PREFIX}{field.upper()}"
+
+
+def _label(field: str) -> str:
+    """Return how messages name a field: ``max_bytes (env SPILLSTORE_MAX_BYTES)``."""
+    return f"{field} (env {_env_var(field)})"
+
+
+def _size_error(value: object, *, allow_off: bool, hint: str | None = None) -> ConfigError:
+    """Build the error for a value :func:`parse_size` refuses."""
+    expected = _SIZE_EXPECTED + (', or "off" to turn the cap off' if allow_off else "")
+    message = f"{expected}; got {value!r}"
+    return ConfigError(f"{message} ({hint})" if hint else message)
+
+
+@overload
+def parse_size(value: object, *, allow_off: Literal[False] = False) -> int: ...
+@overload
+def parse_size(value: object, *, allow_off: bool) -> int | None: ...
+def parse_size(value: object, *, allow_off: bool = False) -> int | None:
+    """Parse a size in bytes from an int or a human size string.
+
+    Accepts an ``int`` greater than zero, or a string holding a whole number and an
+    optional unit (see the module docstring), with any surrounding whitespace and
+    optional whitespace before the unit: ``"50000"``, ``" 50KB "``, ``"10 MiB"``.
+
+    Args:
+        value: the raw value, e.g. from a keyword argument or an environment variable.
+        allow_off: accept ``None`` and ``"off"`` (any case) and return ``None``, meaning
+            the cap is turned off.
+
+    Returns:
+        The size in bytes, or ``None`` when ``allow_off`` and the value turns the cap off.
+
+    Raises:
+        ConfigError: for zero, negatives, bools, floats (even ``5.0``), NaN/infinity,
+            fractions (``"1.5MB"``), words, empty strings, a bare ``K``/``M``/``G``
+            unit, unknown units, and ``None``/``"off"`` unless ``allow_off``.
+    """
+    if value is None:
+        if allow_off:
+            return None
+        raise _size_error(value, allow_off=allow_off, hint="this setting cannot be turned off")
+    if isinstance(value, bool):
+        raise _size_error(value, allow_off=allow_off, hint="a bool is not a size")
+    if isinstance(value, int):
+        if value > 0:
+            return value
+        hint = 'to turn the cap off write "off", not 0' if allow_off and value == 0 else None
+        raise _size_error(value, allow_off=allow_off, hint=hint)
+    if isinstance(value, float):
+        raise _size_error(value, allow_off=allow_off, hint="sizes are whole bytes, not floats")
+    if not isinstance(value, str):
+        raise _size_error(value, allow_off=allow_off, hint=f"a {type(value).__name__}")
+
+    text = value.strip()
+    if text.lower() == "off":
+        if allow_off:
+            return None
+        raise _size_error(value, allow_off=allow_off, hint="this setting cannot be turned off")
+    match = _NUMBER_WITH_UNIT.fullmatch(text)
+    if match is None:
+        raise _size_error(value, allow_off=allow_off)
+    digits, unit = match.groups()
+    unit_key = unit.lower()
+    if unit_key in _AMBIGUOUS_SIZE_UNITS:
+        letter = unit.upper()
+        raise _size_error(
+            value,
+            allow_off=allow_off,
+            hint=f'"{unit}" is ambiguous: write "{digits}{letter}B" (x1000) '
+            f'or "{digits}{letter}iB" (x1024)',
+        )
+    multiplier = _SIZE_UNITS.get(unit_key)
+    if multiplier is None:
+        raise _size_error(
+            value,
+            allow_off=allow_off,
+            hint=f'unknown unit "{unit}"; use B, KB, MB, GB, KiB, MiB or GiB',
+        )
+    number = _whole_number(digits)
+    if number is None:
+        raise _size_error(value, allow_off=allow_off, hint="too many digits")
+    size = number * multiplier
+    if size <= 0:
+        hint = 'to turn the cap off write "off", not 0' if allow_off else None
+        raise _size_error(value, allow_off=allow_off, hint=hint)
+    return size
+
+
+def parse_duration(value: object) -> float:
+    """Parse a duration in seconds from an int or a string such as ``"10m"``.
+
+    Accepts an ``int`` greater than zero (seconds), or a string holding a whole number
+    and an optional unit, with any surrounding whitespace and optional whitespace before
+    the unit: ``s`` seconds, ``m`` minutes, ``h`` hours, ``d`` days (case-insensitive;
+    there is no month unit, so ``"10M"`` is ten minutes).
+
+    Args:
+        value: the raw value, e.g. a ``--max-age`` command-line argument.
+
+    Returns:
+        The duration in seconds.
+
+    Raises:
+        ConfigError: for zero, negatives, bools, floats (even ``5.0``), NaN/infinity,
+            fractions (``"1.5h"``), words, empty strings, ``None`` and unknown units.
+    """
+    if isinstance(value, bool):
+        raise _duration_error(value, hint="a bool is not a duration")
+    if isinstance(value, int):
+        if value > 0:
+            return _seconds(value, value)
+        raise _duration_error(value)
+    if isinstance(value, float):
+        raise _duration_error(value, hint="write whole seconds or use a unit")
+    if not isinstance(value, str):
+        raise _duration_error(value, hint=f"a {type(value).__name__}")
+    match = _NUMBER_WITH_UNIT.fullmatch(value.strip())
+    if match is None:
+        raise _duration_error(value)
+    digits, unit = match.groups()
+    multiplier = _DURATION_UNITS.get(unit.lower())
+    if multiplier is None:
+        raise _duration_error(value, hint=f'unknown unit "{unit}"; use s, m, h or d')
+    number = _whole_number(digits)
+    if number is None:
+        raise _duration_error(value, hint="too many digits")
+    if number == 0:
+        raise _duration_error(value)
+    return _seconds(number * multiplier, value)
+
+
+def _duration_error(value: object, *, hint: str | None = None) -> ConfigError:
+    """Build the error for a value :func:`parse_duration` refuses."""
+    message = f"{_DURATION_EXPECTED}; got {value!r}"
+    return ConfigError(f"{message} ({hint})" if hint else message)
+
+
+def _seconds(seconds: int, value: object) -> float:
+    """Convert whole seconds to a float, refusing durations too long for one."""
+    try:
+        return float(seconds)
+    except OverflowError:
+        raise _duration_error(value, hint="too long") from None
+
+
+def _whole_number(digits: str) -> int | None:
+    """Return ``int(digits)``, or ``None`` past Python's int-from-string digit limit."""
+    try:
+        return int(digits)
+    except ValueError:
+        return None
+
+
+@contextmanager
+def _config_errors() -> Iterator[None]:
+    """Translate pydantic's ``ValidationError`` into one ``ConfigError``.
+
+    pydantic-settings names only the field in its errors; the message built here names
+    the environment variable too, and keeps every problem when there are several. The
+    error's ``field`` and ``env_var`` attributes describe the first problem.
+    """
+    try:
+        yield
+    except ValidationError as exc:
+        problems = [_describe(error) for error in exc.errors()]
+        if len(problems) == 1:
+            message, field = problems[0]
+        else:
+            message = f"{len(problems)} invalid settings:\n" + "\n".join(
+                f"  {text}" for text, _ in problems
+            )
+            field = problems[0][1]
+        env_var = _env_var(field) if field in Settings.model_fields else None
+        raise ConfigError(message, field=field, env_var=env_var) from exc
+
+
+def _describe(error: ErrorDetails) -> tuple[str, str | None]:
+    """Return the message and field name for one pydantic error."""
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, ConfigError) and cause.field is not None:
+        return str(cause), cause.field
+    loc = error["loc"]
+    field = str(loc[0]) if loc else None
+    if field is None:
+        return error["msg"], None
+    if field not in Settings.model_fields:
+        return f"{field}: unknown setting", field
+    if isinstance(cause, ConfigError):
+        return f"{_label(field)}: {cause}", field
+    return f"{_label(field)}: {error['msg']}; got {error.get('input')!r}", field
+
+
+def _check(condition: bool, field: str, message: str) -> None:
+    """Raise a ``ConfigError`` on ``field`` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(message, field=field, env_var=_env_var(field))
+
+
+class Settings(BaseSettings):
+    """spillstore's configuration: frozen, keyword-only, validated when built.
+
+    Values come from keyword arguments, then ``SPILLSTORE_<FIELD>`` environment
+    variables, then the defaults. Size fields accept ints and human sizes (see
+    :func:`parse_size`); ``retention_bytes`` and ``max_line_bytes`` also take ``"off"``
+    or ``None``.
+
+    Raises:
+        ConfigError: for an unknown key, a bad value or an inconsistent combination,
+            naming the field(s) and environment variable(s).
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=_ENV_PREFIX,
+        extra="forbid",
+        frozen=True,
+    )
+
+    max_bytes: int = Field(
+        default=50_000,
+        description="The inline budget: the most bytes of text the model sees for one "
+        f"tool result, pointer included. At least {MIN_BUDGET_BYTES}.",
+    )
+    head_bytes: int = Field(
+        default=4_096,
+        description="Bytes of the start of an oversized output shown as the head preview.",
+    )
+    tail_bytes: int = Field(
+        default=1_024,
+        description="Bytes of the end of an oversized output shown as the tail preview.",
+    )
+    max_line_bytes: int | None = Field(
+        default=2_000,
+        description="Lines longer than this are cut with a marker (cosmetic); "
+        f'"off"/None turns the cut off. At least {MIN_MAX_LINE_BYTES} when on.',
+    )
+    retention_bytes: int | None = Field(
+        default=10 * 1024**2,
+        description="The most bytes of one output that are stored; "
+        f'"off"/None keeps everything. At least {MIN_RETENTION_BYTES} when on.',
+    )
+    retained_tail_bytes: int = Field(
+        default=1024**2,
+        description="When an output exceeds retention_bytes, its last this-many bytes "
+        "are stored too. Must be less than retention_bytes.",
+    )
+    dir: Path | None = Field(
+        default=None,
+        description="The store root; None means platformdirs' user cache directory "
+        "(resolved by the store, not here).",
+    )
+    session: str = Field(
+        default="default",
+        description="The session name spills are grouped under: 1-64 characters from "
+        'A-Z a-z 0-9 . _ -, starting with a letter or digit, without "..".',
+    )
+
+    def __init__(self, **values: Any) -> None:
+        """Build settings from keyword arguments, the environment and the defaults.
+
+        Raises:
+            ConfigError: see the class docstring.
+        """
+        # pydantic-settings also takes `_env_file=`, `_case_sensitive=` ... and matches
+        # field names case-insensitively (MAX_BYTES=1 would set max_bytes), so anything
+        # that is not exactly a field name is refused here.
+        fields = type(self).model_fields
+        unknown = sorted(key for key in values if key not in fields)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0].lower(), fields, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"unknown setting {unknown[0]!r}{hint}; known settings: {', '.join(fields)}"
+                + (f"; also unknown: {', '.join(map(repr, unknown[1:]))}" if unknown[1:] else ""),
+                field=unknown[0],
+            )
+        with _config_errors():
+            super().__init__(**values)
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, object]) -> Self:
+        """Build settings from a mapping of field names to values, e.g. a config file.
+
+        The mapping counts as explicit arguments: it beats the environment, and fields
+        it does not name still come from the environment or the defaults.
+
+        Raises:
+            ConfigError: for a non-string or unknown key, or as the constructor does.
+        """
+        bad_keys = [key for key in mapping if not isinstance(key, str)]
+        if bad_keys:
+            raise ConfigError(f"setting names must be strings; got {bad_keys[0]!r}")
+        return cls(**mapping)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments beat the environment, which beats the defaults; nothing else."""
+        return (init_settings, env_settings)
+
+    @field_validator("max_bytes", "head_bytes", "tail_bytes", "retained_tail_bytes", mode="before")
+    @classmethod
+    def _parse_size(cls, value: object) -> int:
+        """Parse a size that cannot be turned off."""
+        return parse_size(value)
+
+    @field_validator("max_line_bytes", "retention_bytes", mode="before")
+    @classmethod
+    def _parse_optional_size(cls, value: object) -> int | None:
+        """Parse a cap that ``"off"`` or ``None`` turns off."""
+        return parse_size(value, allow_off=True)
+
+    @field_validator("dir", mode="before")
+    @classmethod
+    def _parse_dir(cls, value: object) -> Path | None:
+        """Accept ``None``, a non-empty string or an ``os.PathLike[str]``."""
+        if value is None:
+            return None
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if not isinstance(value, str):
+            raise ConfigError(f"must be a path; got {value!r}")
+        if not value.strip():
+            raise ConfigError(
+                f"must be a non-empty path (unset {_env_var('dir')} to use the default "
+                f"cache directory); got {value!r}"
+            )
+        return Path(value)
+
+    @field_validator("session", mode="before")
+    @classmethod
+    def _check_session(cls, value: object) -> str:
+        """Accept a short, path-safe session name."""
+        if not isinstance(value, str) or _SESSION_NAME.fullmatch(value) is None or ".." in value:
+            raise ConfigError(
+                "must be 1-64 characters from A-Z a-z 0-9 . _ -, starting with a letter "
+                f'or digit and not containing ".."; got {value!r}'
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Self:
+        """Refuse combinations that would break the budget or retention guarantees."""
+        _check(
+            self.max_bytes >= MIN_BUDGET_BYTES,
+            "max_bytes",
+            f"{_label('max_bytes')}: must be at least {MIN_BUDGET_BYTES} bytes so the "
+            f"pointer notice fits; got {self.max_bytes}",
+        )
+        if self.max_line_bytes is not None:
+            _check(
+                self.max_line_bytes >= MIN_MAX_LINE_BYTES,
+                "max_line_bytes",
+                f"{_label('max_line_bytes')}: must be at least {MIN_MAX_LINE_BYTES} bytes "
+                f'(or "off"); got {self.max_line_bytes}',
+            )
+        if self.retention_bytes is not None:
+            _check(
+                self.retention_bytes >= MIN_RETENTION_BYTES,
+                "retention_bytes",
+                f"{_label('retention_bytes')}: must be at least {MIN_RETENTION_BYTES} "
+                f'bytes (or "off"); got {self.retention_bytes}',
+            )
+            _check(
+                self.retained_tail_bytes < self.retention_bytes,
+                "retained_tail_bytes",
+                f"{_label('retained_tail_bytes')}: must be less than "
+                f"{_label('retention_bytes')}; got {self.retained_tail_bytes} >= "
+                f"{self.retention_bytes}",
+            )
+        needed = self.head_bytes + self.tail_bytes + POINTER_RESERVE_BYTES
+        _check(
+            needed <= self.max_bytes,
+            "max_bytes",
+            f"{_label('head_bytes')} + {_label('tail_bytes')} + {POINTER_RESERVE_BYTES} "
+            f"bytes reserved for the pointer must fit in {_label('max_bytes')}; got "
+            f"{self.head_bytes} + {self.tail_bytes} + {POINTER_RESERVE_BYTES} = {needed} "
+            f"> {self.max_bytes}",
+        )
+        return self
