@@ -1,0 +1,60 @@
+"""Hypothesis strategies shared by the whole suite.
+
+Text here is deliberately hostile: lone surrogates (which have no UTF-8 encoding),
+4-byte characters, CRLF line ends, combining marks and NUL are all opted in, and are
+drawn often enough to sit at the edges of every cut.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from spillstore._content import MediaPart, Part, TextPart
+
+HOSTILE_PIECES = (
+    "\ud800",  # lone high surrogate
+    "\udfff",  # lone low surrogate
+    "\ud83d\ude00",  # a surrogate *pair* in a str: two lone surrogates to Python
+    "\U0001f600",  # 4-byte character
+    "\U0010ffff",  # the highest code point
+    "\r\n",
+    "\n",
+    "e\u0301",  # combining acute accent
+    "\u00e9",  # 2-byte character
+    "\u20ac",  # 3-byte character
+    "\x00",
+    "\ufffd",
+)
+
+any_char = st.characters(codec=None, exclude_categories=())
+"""Any code point, surrogates included."""
+
+hostile_text = st.lists(
+    st.one_of(st.sampled_from(HOSTILE_PIECES), any_char, st.text(max_size=8)),
+    max_size=64,
+).map("".join)
+"""Short text built from hostile pieces, random code points and plain text."""
+
+valid_utf8_text = hostile_text.map(
+    lambda s: s.encode("utf-8", "replace").decode("utf-8", "replace")
+)
+"""Hostile text with every lone surrogate replaced: always encodes strictly."""
+
+raw_bytes = st.one_of(
+    st.binary(max_size=256),
+    hostile_text.map(lambda s: s.encode("utf-8", "surrogatepass")),
+    valid_utf8_text.map(lambda s: s.encode("utf-8")),
+)
+"""Bytes that are sometimes valid UTF-8 and sometimes not."""
+
+media_parts = st.builds(
+    MediaPart,
+    kind=st.sampled_from(["image", "audio", "blob"]),
+    mime_type=st.sampled_from(["image/png", "audio/wav", "application/octet-stream"]),
+    data=st.binary(max_size=16),
+)
+
+parts: st.SearchStrategy[list[Part]] = st.lists(
+    st.one_of(hostile_text.map(TextPart), media_parts), max_size=8
+)
+"""Content lists mixing text and media parts."""
