@@ -27,6 +27,7 @@ __all__ = [
     "PART_SEPARATOR",
     "cap_content",
     "cap_result",
+    "elide_middle",
     "elision_marker",
     "joined_text_size",
 ]
@@ -45,6 +46,7 @@ MIN_CAP_BYTES = 512
 for some text. Smaller caps are rejected rather than exceeded."""
 
 _Value = TypeVar("_Value")
+_Text = TypeVar("_Text", str, bytes)
 
 
 def _check_cap(max_bytes: object, minimum: int, what: str) -> int:
@@ -138,62 +140,91 @@ def elision_marker(*, tool_name: str, total_bytes: int, max_bytes: int, elided_b
     )
 
 
-def _head_of_parts(texts: Sequence[str], max_bytes: int) -> str:
-    pieces: list[str] = []
+def _separator(sample: _Text) -> _Text:
+    return PART_SEPARATOR if isinstance(sample, str) else PART_SEPARATOR.encode()
+
+
+def _affix_of_parts(texts: Sequence[_Text], max_bytes: int, *, from_end: bool) -> _Text:
+    """The longest head (or tail) of ``texts`` joined by the separator within ``max_bytes``."""
+    sep = _separator(texts[0])
+    cut = tail if from_end else head
+    pieces: list[_Text] = []
     room = max_bytes
-    for index, text in enumerate(texts):
+    for index, text in enumerate(reversed(texts) if from_end else texts):
         if index:
-            if room < len(PART_SEPARATOR):
+            if room < len(sep):
                 break
-            pieces.append(PART_SEPARATOR)
-            room -= len(PART_SEPARATOR)
-        piece = head(text, room)
+            pieces.append(sep)
+            room -= len(sep)
+        piece = cut(text, room)
         pieces.append(piece)
         if len(piece) < len(text):
             break
         room -= utf8_size(piece)
-    return "".join(pieces)
+    if from_end:
+        pieces.reverse()
+    return sep[:0].join(pieces)
 
 
-def _tail_of_parts(texts: Sequence[str], max_bytes: int) -> str:
-    pieces: list[str] = []
-    room = max_bytes
-    for index, text in enumerate(reversed(texts)):
-        if index:
-            if room < len(PART_SEPARATOR):
-                break
-            pieces.append(PART_SEPARATOR)
-            room -= len(PART_SEPARATOR)
-        piece = tail(text, room)
-        pieces.append(piece)
-        if len(piece) < len(text):
-            break
-        room -= utf8_size(piece)
-    return "".join(reversed(pieces))
+def _elide(
+    texts: Sequence[_Text], total: int, max_bytes: int, tool_name: str, head_ratio: float
+) -> _Text:
+    """Head, marker and tail of ``texts`` (``total`` bytes joined), within ``max_bytes``."""
+    widest = elision_marker(
+        tool_name=tool_name, total_bytes=total, max_bytes=max_bytes, elided_bytes=total
+    )
+    room = max_bytes - utf8_size(widest)
+    head_room = int(room * head_ratio)
+    head_text = _affix_of_parts(texts, head_room, from_end=False)
+    tail_text = _affix_of_parts(texts, room - head_room, from_end=True)
+    elided = total - utf8_size(head_text) - utf8_size(tail_text)
+    marker = elision_marker(
+        tool_name=tool_name, total_bytes=total, max_bytes=max_bytes, elided_bytes=elided
+    )
+    if isinstance(head_text, bytes):
+        return head_text + encode(marker) + tail_text
+    return head_text + marker + tail_text
+
+
+def _check_ratio(head_ratio: float) -> None:
+    if isinstance(head_ratio, bool) or not 0.0 < head_ratio < 1.0:
+        raise ConfigError(f"head_ratio must be strictly between 0 and 1, got {head_ratio!r}")
+
+
+def elide_middle(
+    text: _Text, max_bytes: int, *, tool_name: str, head_ratio: float = DEFAULT_HEAD_RATIO
+) -> _Text:
+    """Keep the head and tail of one ``str`` or ``bytes`` within ``max_bytes``, marker included.
+
+    The single-value form of :func:`cap_content`: ``text`` itself when it fits, else
+    head + :func:`elision_marker` + tail. Costs O(``max_bytes``) for ``bytes`` and ASCII
+    ``str``; other strings take one chunked pass to learn their exact size.
+
+    Raises:
+        ConfigError: the cap is too small for the marker, or ``head_ratio`` is invalid.
+    """
+    _check_cap(max_bytes, MIN_CAP_BYTES, "max_bytes")
+    _check_ratio(head_ratio)
+    if isinstance(text, str) and _fits(text, max_bytes):
+        return text
+    total = utf8_size(text)
+    if total <= max_bytes:
+        return text
+    return _elide([text], total, max_bytes, tool_name, head_ratio)
 
 
 def _capped_parts(
     parts: Sequence[Part], max_bytes: int, tool_name: str, head_ratio: float
 ) -> Sequence[Part]:
     texts = [part.text for part in parts if isinstance(part, TextPart)]
-    # Cheap bound first: no part is wider than 4 bytes a character.
+    # Cheap bound first: no character is wider than 4 bytes.
     upper = sum(map(len, texts)) * 4 + len(PART_SEPARATOR) * max(len(texts) - 1, 0)
     if upper <= max_bytes:
         return parts
     total = joined_text_size(texts)
     if total <= max_bytes:
         return parts
-    widest = elision_marker(
-        tool_name=tool_name, total_bytes=total, max_bytes=max_bytes, elided_bytes=total
-    )
-    room = max_bytes - utf8_size(widest)
-    head_text = _head_of_parts(texts, int(room * head_ratio))
-    tail_text = _tail_of_parts(texts, room - int(room * head_ratio))
-    elided = total - utf8_size(head_text) - utf8_size(tail_text)
-    marker = elision_marker(
-        tool_name=tool_name, total_bytes=total, max_bytes=max_bytes, elided_bytes=elided
-    )
-    capped: TextPart | None = TextPart(head_text + marker + tail_text)
+    capped: TextPart | None = TextPart(_elide(texts, total, max_bytes, tool_name, head_ratio))
     out: list[Part] = []
     for part in parts:
         if not isinstance(part, TextPart):
@@ -235,8 +266,7 @@ def cap_content(
         ConfigError: the cap is too small for the marker, or ``head_ratio`` is invalid.
     """
     _check_cap(max_bytes, MIN_CAP_BYTES, "max_bytes")
-    if isinstance(head_ratio, bool) or not 0.0 < head_ratio < 1.0:
-        raise ConfigError(f"head_ratio must be strictly between 0 and 1, got {head_ratio!r}")
+    _check_ratio(head_ratio)
     if isinstance(content, ToolResult):
         parts = _capped_parts(content.content, max_bytes, tool_name, head_ratio)
         if parts is content.content:

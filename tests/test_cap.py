@@ -15,6 +15,7 @@ from spillstore._cap import (
     PART_SEPARATOR,
     cap_content,
     cap_result,
+    elide_middle,
     elision_marker,
 )
 from spillstore._content import MediaPart, Part, TextPart, ToolResult
@@ -252,3 +253,22 @@ def test_marker_quotes_bounded_printable_tool_name() -> None:
     )
     assert "evil??" in marker
     assert "n" * 58 in marker and "n" * 59 not in marker
+
+
+@MANY
+@given(st.one_of(hostile_text, hostile_text.map(encode)), st.integers(0, 40), cap_sizes)
+def test_elide_middle_within_cap_with_exact_affixes(text: str | bytes, reps: int, cap: int) -> None:
+    """elide_middle of one str or bytes stays within the cap and keeps an exact head and tail."""
+    value = text * reps
+    out = elide_middle(value, cap, tool_name="t")
+    size = utf8_size(value)
+    if size <= cap:
+        assert out is value
+        return
+    raw = out if isinstance(out, bytes) else encode(out)
+    assert len(raw) <= cap
+    whole = value if isinstance(value, bytes) else encode(value)
+    marker_at = raw.index(b"\n\n[... ")
+    assert whole.startswith(raw[:marker_at])
+    assert whole.endswith(raw[raw.index(b"...]\n\n") + 6 :])
+    assert type(out) is type(value)
