@@ -1,0 +1,49 @@
+"""The public surface is exactly what __all__ lists, and all of it imports."""
+
+from __future__ import annotations
+
+import spillstore
+
+EXPECTED = {
+    "MIN_CAP_BYTES",
+    "PART_SEPARATOR",
+    "ConfigError",
+    "EmbeddedText",
+    "InvalidSpillId",
+    "MediaPart",
+    "Part",
+    "PathOutsideStore",
+    "RangeNotStored",
+    "ResourceLink",
+    "Settings",
+    "SpillExpired",
+    "SpillNotFound",
+    "SpillstoreError",
+    "StoreError",
+    "TextPart",
+    "ToolResult",
+    "UnsafeStoreRoot",
+    "cap_content",
+    "cap_result",
+    "elide_middle",
+    "elision_marker",
+    "head",
+    "parse_duration",
+    "parse_size",
+    "tail",
+    "utf8_size",
+}
+
+
+def test_all_is_pinned() -> None:
+    """__all__ lists exactly the expected public names, each of which exists."""
+    assert set(spillstore.__all__) == EXPECTED
+    for name in spillstore.__all__:
+        assert getattr(spillstore, name) is not None
+
+
+def test_public_names_live_in_private_modules_or_package() -> None:
+    """Every exported object is defined in spillstore itself, not re-exported from a dependency."""
+    for name in spillstore.__all__:
+        module = getattr(getattr(spillstore, name), "__module__", "spillstore")
+        assert module is None or module.startswith("spillstore") or module in {"typing", "types"}
