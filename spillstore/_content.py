@@ -15,6 +15,7 @@ __all__ = [
     "MediaPart",
     "Part",
     "ResourceLink",
+    "SpillInfo",
     "TextPart",
     "ToolResult",
 ]
@@ -63,6 +64,40 @@ class ResourceLink:
     size: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SpillInfo:
+    """What happened to an oversized result, for hosts and UIs (no text parsing needed).
+
+    Byte ranges are half-open ``[start, end)`` in the original output; line ranges are
+    inclusive 1-based ``(first, last)``.
+
+    Attributes:
+        mode: ``"append"`` (long lines cut, pointer appended) or ``"replace"``.
+        saved: ``"full"``, ``"partial"`` (retention cap) or ``"none"`` (store failed).
+        total_bytes, total_lines: the size of the whole output.
+        sha256: hex digest of the whole output.
+        stored_ranges: original byte ranges the store kept.
+        elided_bytes: byte ranges not shown to the model.
+        elided_lines: line ranges not shown (whole or in part).
+        spill_id, path: where the saved copy is (``None`` when not saved / not local).
+        error: why the output could not be saved, when it could not.
+        invalid_utf8: the output was not valid UTF-8.
+    """
+
+    mode: Literal["append", "replace"]
+    saved: Literal["full", "partial", "none"]
+    total_bytes: int
+    total_lines: int
+    sha256: str
+    stored_ranges: tuple[tuple[int, int], ...]
+    elided_bytes: tuple[tuple[int, int], ...]
+    elided_lines: tuple[tuple[int, int], ...]
+    spill_id: str | None
+    path: str | None
+    error: str | None = None
+    invalid_utf8: bool = False
+
+
 Part: TypeAlias = TextPart | MediaPart | EmbeddedText | ResourceLink
 
 
@@ -78,6 +113,8 @@ class ToolResult:
         suffix: text that must reach the model whatever happens (exit code, error).
         spill_exempt: pass through untouched (the recovery tools set this).
         full_output_path: a file that already holds the full output (e.g. a shell log).
+        spill: set by the service when it cut the result: what was cut and where the
+            whole output went. ``None`` on results that passed through.
     """
 
     content: Sequence[Part]
@@ -87,3 +124,4 @@ class ToolResult:
     suffix: str | None = None
     spill_exempt: bool = False
     full_output_path: str | None = None
+    spill: SpillInfo | None = None
