@@ -1,0 +1,189 @@
+"""Garbage-collection planning: which spills to remove, and why. Pure: no I/O, no clock.
+
+The store lists its spills, this module decides, the store deletes. Keeping the
+decision free of I/O means the policy (grace, oldest first, the three limits) is
+property-tested without touching a disk, and every backend applies the same one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from spillstore._errors import ConfigError
+
+__all__ = [
+    "DEFAULT_GRACE_SECONDS",
+    "GcCandidate",
+    "GcEntry",
+    "GcReason",
+    "GcReport",
+    "plan_gc",
+    "validate_gc_limits",
+]
+
+DEFAULT_GRACE_SECONDS = 600.0
+"""Nothing younger than this is removed by ``gc`` (design.md §6: ten minutes)."""
+
+GcReason = Literal["age", "total_bytes", "max_files", "orphan_temp", "session"]
+"""Why an entry was removed:
+
+- ``age``: older than ``max_age``;
+- ``total_bytes``: the oldest spills over ``max_total_bytes``;
+- ``max_files``: the oldest spills over ``max_files``;
+- ``orphan_temp``: leftovers of a writer that died (temp files, or data with no sidecar);
+- ``session``: removed by ``clean(session)``.
+"""
+
+
+class GcCandidate(BaseModel):
+    """One spill as the planner sees it.
+
+    Attributes:
+        spill_id: the id.
+        session: its session.
+        created_at: epoch seconds.
+        stored_bytes: bytes it holds in the store.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    spill_id: str
+    session: str
+    created_at: float
+    stored_bytes: int
+
+
+class GcEntry(BaseModel):
+    """One thing ``gc``/``clean`` removed (or would remove, in a dry run).
+
+    Attributes:
+        spill_id: the spill's id; None for an orphan file that never became a spill.
+        session: the session directory it was in.
+        name: the spill id, or the orphan's file name.
+        bytes: stored bytes freed (for a spill: its data bytes; for an orphan: its size).
+        reason: why it was removed.
+        created_at: when the spill was made (for an orphan: its mtime).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    spill_id: str | None
+    session: str
+    name: str
+    bytes: int = Field(ge=0)
+    reason: GcReason
+    created_at: float
+
+
+class GcReport(BaseModel):
+    """What a ``gc`` or ``clean`` removed, or would remove when ``dry_run``.
+
+    Attributes:
+        entries: oldest first.
+        bytes_freed: the sum of the entries' bytes.
+        dry_run: nothing was removed; ``entries`` is what would have been.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    entries: tuple[GcEntry, ...] = ()
+    bytes_freed: int = 0
+    dry_run: bool = False
+
+    @classmethod
+    def of(cls, entries: Iterable[GcEntry], *, dry_run: bool) -> GcReport:
+        """Build a report, ordering the entries oldest first."""
+        ordered = tuple(sorted(entries, key=lambda e: (e.created_at, e.name)))
+        return cls(entries=ordered, bytes_freed=sum(e.bytes for e in ordered), dry_run=dry_run)
+
+    @property
+    def spill_ids(self) -> tuple[str, ...]:
+        """The ids of the spills in the report (orphans left out)."""
+        return tuple(e.spill_id for e in self.entries if e.spill_id is not None)
+
+
+def _check_limit(name: str, value: float | None, *, integer: bool) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ConfigError(f"{name} must be a number or None; got {value!r}", field=name)
+    if integer and not isinstance(value, int):
+        raise ConfigError(f"{name} must be an int or None; got {value!r}", field=name)
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative; got {value!r}", field=name)
+
+
+def validate_gc_limits(
+    *,
+    max_age: float | None,
+    max_total_bytes: int | None,
+    max_files: int | None,
+    grace: float,
+) -> None:
+    """Check ``gc`` arguments.
+
+    Raises:
+        ConfigError: a limit is negative, NaN, a bool, or (for byte and file counts) not
+            an int.
+    """
+    _check_limit("max_age", max_age, integer=False)
+    _check_limit("max_total_bytes", max_total_bytes, integer=True)
+    _check_limit("max_files", max_files, integer=True)
+    _check_limit("grace", grace, integer=False)
+
+
+def plan_gc(
+    candidates: Sequence[GcCandidate],
+    *,
+    now: float,
+    max_age: float | None = None,
+    max_total_bytes: int | None = None,
+    max_files: int | None = None,
+    grace: float = DEFAULT_GRACE_SECONDS,
+) -> list[tuple[GcCandidate, GcReason]]:
+    """Choose the spills to remove, oldest first, each with its reason.
+
+    Rules, in order:
+
+    1. A spill younger than ``grace`` (``now - created_at < grace``) is never chosen,
+       but it still counts toward the totals.
+    2. ``max_age``: every other spill older than ``max_age`` is chosen (``"age"``).
+    3. ``max_total_bytes``: while the remaining spills hold more than this, the oldest
+       remaining one outside the grace period is chosen (``"total_bytes"``).
+    4. ``max_files``: likewise while more than this many remain (``"max_files"``).
+
+    Ties in ``created_at`` are broken by spill id, so the plan is deterministic.
+    """
+    validate_gc_limits(
+        max_age=max_age, max_total_bytes=max_total_bytes, max_files=max_files, grace=grace
+    )
+    ordered = sorted(candidates, key=lambda c: (c.created_at, c.spill_id))
+    chosen: dict[str, GcReason] = {}
+    removable = [c for c in ordered if now - c.created_at >= grace]
+    if max_age is not None:
+        for c in removable:
+            if now - c.created_at > max_age:
+                chosen[c.spill_id] = "age"
+    limits: tuple[tuple[GcReason, int | None], ...] = (
+        ("total_bytes", max_total_bytes),
+        ("max_files", max_files),
+    )
+    for reason, limit in limits:
+        if limit is None:
+            continue
+        remaining = [c for c in ordered if c.spill_id not in chosen]
+        measure = (
+            sum(c.stored_bytes for c in remaining) if reason == "total_bytes" else len(remaining)
+        )
+        for c in removable:
+            if measure <= limit:
+                break
+            if c.spill_id in chosen:
+                continue
+            chosen[c.spill_id] = reason
+            measure -= c.stored_bytes if reason == "total_bytes" else 1
+    return [(c, chosen[c.spill_id]) for c in ordered if c.spill_id in chosen]
