@@ -537,7 +537,7 @@ class IndexBuilder:
     Args:
         retention_bytes: the cap ``R``, or None to store everything.
         retained_tail_bytes: ``K``, kept from the end when the output exceeds ``R``.
-        block_bytes: spacing of the index checkpoints.
+        block_bytes: spacing of the index checkpoints (default :data:`INDEX_BLOCK_BYTES`).
     """
 
     def __init__(
@@ -545,7 +545,7 @@ class IndexBuilder:
         retention_bytes: int | None = DEFAULT_RETENTION_BYTES,
         retained_tail_bytes: int = DEFAULT_RETAINED_TAIL_BYTES,
         *,
-        block_bytes: int = INDEX_BLOCK_BYTES,
+        block_bytes: int | None = None,
     ) -> None:
         validate_retention(retention_bytes, retained_tail_bytes)
         self._cap = retention_bytes
@@ -554,7 +554,7 @@ class IndexBuilder:
         # Bytes before this offset go straight to the data file.
         self._direct = None if self._head is None else max(0, self._head - 3)
         self._ring_cap = retained_tail_bytes + 4
-        self._block = block_bytes
+        self._block = block_bytes or INDEX_BLOCK_BYTES
         self._total = 0
         self._newlines = 0
         self._newlines_at_direct = 0
