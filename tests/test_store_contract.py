@@ -6,6 +6,7 @@ import hashlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,14 +20,11 @@ from spillstore._errors import (
 )
 from spillstore._meta import count_lines, is_spill_id
 from spillstore._store import Store
-from tests.store_fixtures import (  # noqa: F401 - fixtures
-    FakeClock,
-    StoreFactory,
-    anyio_backend,
-    clock,
-    make_store,
-    store,
-)
+
+if TYPE_CHECKING:
+    from tests.store_fixtures import FakeClock, StoreFactory
+
+pytest_plugins = ["tests.store_fixtures"]
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
 
@@ -432,7 +430,7 @@ def test_delete_then_expired(store: Store) -> None:
     """A deleted spill raises SpillExpired (saying so); a second delete is not an error."""
     meta = store.put(b"bye\n", **KW)
     assert store.delete(meta.spill_id) is True
-    with pytest.raises(SpillExpired, match="expired.*deleted"):
+    with pytest.raises(SpillExpired, match=r"expired.*deleted"):
         store.stat(meta.spill_id)
     with pytest.raises(SpillExpired):
         store.read_bytes(meta.spill_id, 0, 1)
