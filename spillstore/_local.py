@@ -738,7 +738,10 @@ class LocalStore(Store):
                     for entry in entries:
                         if not _is_orphan(entry.name, names):
                             continue
-                        st = entry.stat(follow_symlinks=False)
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:  # its writer just finished
+                            continue
                         if now - st.st_mtime < grace or _in_use(entry.name, dir_fd):
                             continue
                         found.append(
@@ -773,20 +776,24 @@ class LocalStore(Store):
                     with os.scandir(dir_fd) as scan:
                         entries = list(scan)
                     for entry in entries:
-                        if (
+                        if not (
                             entry.name.endswith(".gone")
                             and is_spill_id(entry.name[:-5])
                             and entry.is_file(follow_symlinks=False)
-                            and now - entry.stat(follow_symlinks=False).st_mtime
-                            > self._tombstone_ttl
                         ):
+                            continue
+                        try:
+                            age = now - entry.stat(follow_symlinks=False).st_mtime
+                        except FileNotFoundError:
+                            continue
+                        if age > self._tombstone_ttl:
                             _unlink_quiet(entry.name, dir_fd)
                 root_fd = self._root_fd()
                 try:
                     # Only an empty directory goes; a writer that loses the race retries.
-                    st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
-                    if now - st.st_mtime > self._tombstone_ttl:
-                        with contextlib.suppress(OSError):
+                    with contextlib.suppress(OSError):
+                        st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+                        if now - st.st_mtime > self._tombstone_ttl:
                             os.rmdir(name, dir_fd=root_fd)
                 finally:
                     os.close(root_fd)
