@@ -569,22 +569,28 @@ class IndexBuilder:
         """Bytes fed so far."""
         return self._total
 
-    def feed(self, piece: bytes) -> bytes | memoryview:
-        """Account for the next piece; return the part to append to the data file now."""
-        size = len(piece)
-        if not size:
+    def feed(self, data: bytes, lo: int = 0, hi: int | None = None) -> bytes | memoryview:
+        """Account for the next piece, ``data[lo:hi]``; return the part to store now.
+
+        Taking a window of a larger ``bytes`` avoids copying a huge input piece by piece.
+        """
+        if hi is None:
+            hi = len(data)
+        size = hi - lo
+        if size <= 0:
             return b""
         start = self._total
-        self._last_byte = piece[-1]
+        origin = start - lo  # the original offset of data[0]
+        self._last_byte = data[hi - 1]
         direct = size if self._direct is None else max(0, min(size, self._direct - start))
         if direct:
-            self._count_direct(piece, 0, direct, start)
+            self._count_direct(data, lo, lo + direct, origin)
         if direct < size:
-            self._hold(piece, direct, start)
+            self._hold(data, lo + direct, hi)
         self._total = start + size
-        if direct == size:
-            return piece
-        return memoryview(piece)[:direct] if direct else b""
+        if direct == size and lo == 0 and hi == len(data):
+            return data
+        return memoryview(data)[lo : lo + direct] if direct else b""
 
     def _count_direct(self, piece: bytes, lo: int, hi: int, origin: int) -> None:
         # origin: the original offset of piece[0]. Adds block checkpoints in [lo, hi).
@@ -602,10 +608,10 @@ class IndexBuilder:
         if self._direct is not None and origin + hi == self._direct:
             self._newlines_at_direct = self._newlines
 
-    def _hold(self, piece: bytes, lo: int, origin: int) -> None:
+    def _hold(self, piece: bytes, lo: int, hi: int) -> None:
         assert self._direct is not None and self._head is not None
-        view = memoryview(piece)[lo:]
-        self._newlines += piece.count(b"\n", lo)
+        view = memoryview(piece)[lo:hi]
+        self._newlines += piece.count(b"\n", lo, hi)
         wanted = self._head + 1 - self._direct - len(self._boundary)
         if wanted > 0:
             self._boundary += view[:wanted]

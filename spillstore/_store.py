@@ -165,66 +165,82 @@ class DataReader(abc.ABC):
 # --------------------------------------------------------------------------- writing
 
 
-class _Pipeline:
-    """Hashes every piece and writes the stored part, in a second thread once large.
+class _Worker:
+    """One stage of the pipeline: a thread applying ``step`` to queued items, in order."""
 
-    ``hashlib`` (on large buffers) and file writes both release the GIL, so hashing and
-    writing piece *i* overlaps with the caller encoding and counting piece *i+1*.
-    A bounded queue keeps memory flat.
+    def __init__(self, step: Callable[[Any], object], pipeline: _Pipeline, name: str) -> None:
+        self._step = step
+        self._pipeline = pipeline
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=4)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, item: object) -> None:
+        self._queue.put(item)
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._pipeline.error is None:
+                try:
+                    self._step(item)
+                except BaseException as exc:  # handed to the caller's thread
+                    self._pipeline.error = exc
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+
+class _Pipeline:
+    """Hashes every piece and writes the stored part; in two threads once large.
+
+    ``hashlib`` (on large buffers) and file writes both release the GIL, so hashing
+    piece *i*, writing piece *i* and the caller encoding and counting piece *i+1* run at
+    the same time. Bounded queues keep memory flat; order is kept within each stage.
     """
 
     def __init__(self, sink: Sink) -> None:
         self._sink = sink
         self._sha = hashlib.sha256()
         self._inline = 0
-        self._queue: queue.Queue[tuple[bytes, bytes | memoryview] | None] | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        self._workers: tuple[_Worker, _Worker] | None = None
+        self.error: BaseException | None = None
 
-    def submit(self, piece: bytes, part: bytes | memoryview) -> None:
-        if self._error is not None:
-            raise self._error
-        if self._queue is None:
+    def submit(self, piece: bytes | memoryview, part: bytes | memoryview) -> None:
+        if self.error is not None:
+            raise self.error
+        if self._workers is None:
             if self._inline + len(piece) <= PIPELINE_MIN_BYTES:
                 self._inline += len(piece)
-                self._process(piece, part)
+                if piece:
+                    self._sha.update(piece)
+                if part:
+                    self._sink.write(part)
                 return
-            self._queue = queue.Queue(maxsize=4)
-            self._thread = threading.Thread(target=self._run, name="spillstore-writer", daemon=True)
-            self._thread.start()
-        self._queue.put((piece, part))
-
-    def _process(self, piece: bytes, part: bytes | memoryview) -> None:
+            self._workers = (
+                _Worker(self._sha.update, self, "spillstore-hash"),
+                _Worker(self._sink.write, self, "spillstore-write"),
+            )
         if piece:
-            self._sha.update(piece)
+            self._workers[0].put(piece)
         if part:
-            self._sink.write(part)
-
-    def _run(self) -> None:
-        assert self._queue is not None
-        while (item := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self._process(*item)
-                except BaseException as exc:  # handed to the caller's thread
-                    self._error = exc
+            self._workers[1].put(part)
 
     def _stop(self) -> None:
-        if self._queue is not None and self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._queue = None
-            self._thread = None
+        if self._workers is not None:
+            for worker in self._workers:
+                worker.stop()
+            self._workers = None
 
     def finish(self) -> str:
-        """Wait for the worker; re-raise its error; return the sha256 hex digest."""
+        """Wait for the workers; re-raise their error; return the sha256 hex digest."""
         self._stop()
-        if self._error is not None:
-            raise self._error
+        if self.error is not None:
+            raise self.error
         return self._sha.hexdigest()
 
     def abort(self) -> None:
-        """Stop the worker, dropping whatever is queued."""
+        """Stop the workers, dropping whatever is queued."""
         self._stop()
 
 
@@ -300,35 +316,43 @@ class SpillWriter:
         try:
             if isinstance(chunk, str):
                 for start in range(0, len(chunk), PIECE_CHARS):
-                    self._feed(
-                        chunk[start : start + PIECE_CHARS].encode("utf-8", ENCODE_ERRORS), True
-                    )
+                    encoded = chunk[start : start + PIECE_CHARS].encode("utf-8", ENCODE_ERRORS)
+                    self._feed(encoded, 0, len(encoded), from_str=True)
             elif isinstance(chunk, bytes):
                 if len(chunk) <= PIECE_BYTES:
-                    self._feed(chunk, False)
+                    self._feed(chunk, 0, len(chunk), from_str=False)
                 else:
+                    # Windows of one big bytes: no copies; one isascii() for all of it.
+                    ascii_only = chunk.isascii()
                     for start in range(0, len(chunk), PIECE_BYTES):
-                        self._feed(chunk[start : start + PIECE_BYTES], False)
+                        end = min(start + PIECE_BYTES, len(chunk))
+                        self._feed(chunk, start, end, from_str=ascii_only)
             elif isinstance(chunk, bytearray | memoryview):
                 view = memoryview(chunk).cast("B")
                 for start in range(0, len(view), PIECE_BYTES):
-                    self._feed(bytes(view[start : start + PIECE_BYTES]), False)
+                    piece = bytes(view[start : start + PIECE_BYTES])
+                    self._feed(piece, 0, len(piece), from_str=False)
             else:
                 raise ConfigError(f"spill chunks must be bytes or str, not {type(chunk).__name__}")
         except BaseException:
             self.abort()
             raise
 
-    def _feed(self, piece: bytes, from_str: bool) -> None:
+    def _feed(self, data: bytes, lo: int, hi: int, *, from_str: bool) -> None:
+        # from_str: known valid UTF-8 (an encoded str, or ASCII), so skip the check
+        # unless an earlier bytes chunk left a sequence unfinished.
+        whole = lo == 0 and hi == len(data)
+        piece: bytes | memoryview = data if whole else memoryview(data)[lo:hi]
         decoder = self._decoder
-        pending = decoder is not None and bool(decoder.getstate()[0])
-        if decoder is not None and (pending or (not from_str and not piece.isascii())):
-            try:
-                decoder.decode(piece)
-            except UnicodeDecodeError:
-                self._invalid_utf8 = True
-                self._decoder = None
-        part = self._builder.feed(piece)
+        if decoder is not None:
+            pending = bool(decoder.getstate()[0])
+            if pending or (not from_str and not (whole and data.isascii())):
+                try:
+                    decoder.decode(piece)
+                except UnicodeDecodeError:
+                    self._invalid_utf8 = True
+                    self._decoder = None
+        part = self._builder.feed(data, lo, hi)
         self._pipeline.submit(piece, part)
 
     def commit(self, *, suffix: str | None = None, media_notes: Sequence[str] = ()) -> SpillMeta:
@@ -552,11 +576,13 @@ def read_page(
     range_end = next(b for a, b in ranges if a <= start < b)
     last_wanted = min(line_no + count - 1, total_lines)
     end = range_end
+    known_last: int | None = None  # the last line, when the index located its end
     if last_wanted <= index.total_newlines:
         i = index.interval_of_newline(last_wanted)
         lo, hi = index.offsets[i], index.offsets[i + 1]
         if hi <= range_end:
             end = lo + nth_newline(read(lo, hi), last_wanted - index.newlines[i]) + 1
+            known_last = last_wanted
     stop_gap: tuple[int, int] | None = None
     if end == range_end and range_end < total_bytes:
         stop_gap = next(g for g in meta.gaps if g[0] == range_end)
@@ -567,10 +593,14 @@ def read_page(
         end = start + newline + 1 if newline >= 0 else cut_head(window, start, limit)
         data = window[: end - start]
         stop_gap = None
+        known_last = None
     else:
         data = read(start, end)
     ends_newline = data.endswith(b"\n")
-    last_line = line_no + data.count(b"\n") - (1 if ends_newline else 0)
+    if known_last is None:
+        last_line = line_no + data.count(b"\n") - (1 if ends_newline else 0)
+    else:
+        last_line = known_last
     last_partial = not ends_newline and end < total_bytes
     gap = stop_gap or skipped
     if end >= total_bytes:

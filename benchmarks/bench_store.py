@@ -1,0 +1,286 @@
+"""Benchmark the local store against its floors, side by side in one run.
+
+Run:  .venv/bin/python benchmarks/bench_store.py [--quick] [--no-record]
+
+Measures, on this machine, in the same run:
+  (1) write: a 100 MB output (str and bytes; an ASCII log and a UTF-8 log) through
+      ``LocalStore.put`` -- sha256, line count, line index, UTF-8 check, fsync -- against
+      the sequential floor: encode + ``hashlib.sha256`` + write to a new file (also shown
+      with an fsync, which the store does and the floor does not). Target <= 1.0x.
+  (2) streaming memory: peak RSS of a subprocess streaming 1 MiB vs 1 GiB through the
+      writer in 64 KiB chunks, retention off (so 1 GiB is really written). Target: the
+      1 GiB run peaks at most 4 MiB higher.
+  (3) read: 2,000 lines at line 5,000,001 of a 1 GiB spill, median over 200 reads,
+      against scanning newlines from the start. Target <= 200 us.
+
+Figures go to the "## Store (issue 3)" section of benchmarks/RESULTS.md (replaced on
+each full run; ``--no-record`` skips it, ``--quick`` shrinks the inputs and never records).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._timing import fmt, machine  # noqa: E402
+from spillstore._local import LocalStore  # noqa: E402
+
+MB100 = 100_000_000
+GIB = 1 << 30
+CHUNK = 64 * 1024
+KW = {"session": "bench", "tool_name": "bench", "retention_bytes": None}
+
+
+def _log(size: int, non_ascii: bool) -> str:
+    line = "2026-11-29 12:00:00 INFO worker-%02d request id=%08d took %4d ms ok\n"
+    if non_ascii:
+        line = "2026-11-29 12:00:00 INFO worker-%02d caf\u00e9 \u2713 id=%08d took %4d ms\n"
+    block = "".join(line % (n % 97, n, n % 1000) for n in range(20_000))
+    chars_per_byte = len(block) / len(block.encode())
+    reps = size // len(block.encode()) + 1
+    return (block * reps)[: int(size * chars_per_byte)]
+
+
+def _floor(data: str | bytes, directory: Path, fsync: bool) -> None:
+    path = directory / f"floor-{time.perf_counter_ns()}"
+    raw = data.encode() if isinstance(data, str) else data
+    digest = hashlib.sha256(raw)
+    digest.hexdigest()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    path.unlink()
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench_write(size: int, directory: Path, rounds: int) -> list[tuple[str, float, float, float]]:
+    """Return (case, floor s, floor+fsync s, put s) medians for each input kind."""
+    rows = []
+    for label, non_ascii in [("ASCII log", False), ("UTF-8 log", True)]:
+        text = _log(size, non_ascii)
+        raw = text.encode()
+        for kind, data in [("str", text), ("bytes", raw)]:
+            store = LocalStore(directory / f"store-{label[:5]}-{kind}")
+            floor, floor_sync, put = [], [], []
+            for n in range(rounds):
+                floor.append(_timed(lambda: _floor(data, directory, False)))  # noqa: B023
+                floor_sync.append(_timed(lambda: _floor(data, directory, True)))  # noqa: B023
+                t = _timed(
+                    lambda: store.put(data, tool_call_id=str(n), **KW)  # noqa: B023
+                )
+                put.append(t)
+                store.clean("bench")
+            rows.append(
+                (
+                    f"{kind} ({label}, {len(raw) / 1e6:.0f} MB)",
+                    statistics.median(floor),
+                    statistics.median(floor_sync),
+                    statistics.median(put),
+                )
+            )
+    return rows
+
+
+_MEMORY_CHILD = """
+import os, resource, sys
+from spillstore._local import LocalStore
+root, total = sys.argv[1], int(sys.argv[2])
+line = b"2026-11-29 12:00:00 INFO worker request ok took 12 ms\\n"
+chunk = (line * (65536 // len(line) + 1))[:65536]
+store = LocalStore(root)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with store.writer(session="bench", tool_name="mem", tool_call_id=str(total),
+                  retention_bytes=None) as w:
+    for _ in range(total // len(chunk)):
+        w.write(chunk)
+    meta = w.commit()
+assert meta.total_bytes == total // len(chunk) * len(chunk)
+print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, meta.stored_bytes)
+"""
+
+
+def bench_memory(sizes: list[int], directory: Path) -> list[tuple[int, int, int, int]]:
+    """Return (bytes, RSS before KiB, peak RSS KiB, stored bytes) per size, fresh process each."""
+    rows = []
+    for size in sizes:
+        root = directory / f"mem-{size}"
+        out = subprocess.run(
+            [sys.executable, "-c", _MEMORY_CHILD, str(root), str(size)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.split()
+        rows.append((size, int(out[0]), int(out[1]), int(out[2])))
+        shutil.rmtree(root)
+    return rows
+
+
+def bench_read(size: int, directory: Path, reads: int) -> dict[str, float]:
+    """Build a spill of ``size`` bytes with >5M lines; time a 2,000-line read at 5,000,001."""
+    store = LocalStore(directory / "read")
+    first = 5_000_001 if size >= GIB // 2 else 500_001
+    line_bytes = max(20, size // (first + 200_000))
+    lines_per_chunk = max(1, CHUNK // line_bytes)
+    numbers = iter(range(1, 10**9))
+
+    def chunks() -> object:
+        written = 0
+        while written < size:
+            block = b"".join(
+                b"%0*d\n" % (line_bytes - 1, next(numbers)) for _ in range(lines_per_chunk)
+            )
+            written += len(block)
+            yield block
+
+    built = time.perf_counter()
+    meta = store.put(chunks(), **{**KW, "tool_call_id": "read"})  # type: ignore[arg-type]
+    built = time.perf_counter() - built
+    cold = _timed(lambda: store.read_lines(meta.spill_id, first, 2000))
+    page = store.read_lines(meta.spill_id, first, 2000)
+    assert page.first_line == first and page.last_line == first + 1999
+    assert page.data.split(b"\n", 1)[0] == b"%0*d" % (line_bytes - 1, first)
+    samples = [_timed(lambda: store.read_lines(meta.spill_id, first, 2000)) for _ in range(reads)]
+    assert meta.path is not None
+
+    def scan() -> bytes:
+        wanted = first - 1
+        seen = 0
+        carry = b""
+        with open(meta.path, "rb") as handle:  # type: ignore[arg-type]
+            while True:
+                block = handle.read(1 << 20)
+                if not block:
+                    return b""
+                found = block.count(b"\n")
+                if seen + found < wanted:
+                    seen += found
+                    continue
+                data = carry + block + handle.read(2000 * (line_bytes + 1))
+                position = 0
+                for _ in range(wanted - seen):
+                    position = data.index(b"\n", position) + 1
+                end = position
+                for _ in range(2000):
+                    end = data.index(b"\n", end) + 1
+                return data[position:end]
+
+    assert scan() == page.data
+    scans = [_timed(scan) for _ in range(5)]
+    store.clean("bench")
+    return {
+        "size": float(meta.total_bytes),
+        "lines": float(meta.total_lines),
+        "build_s": built,
+        "cold_s": cold,
+        "median_s": statistics.median(samples),
+        "scan_s": statistics.median(scans),
+        "first": float(first),
+    }
+
+
+def _cpu_model() -> str:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    record = not quick and "--no-record" not in sys.argv
+    size = MB100 // 10 if quick else MB100
+    big = GIB // 16 if quick else GIB
+    lines: list[str] = []
+
+    def say(text: str = "") -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=False).stdout.strip()
+    say(f"machine: {machine()}; nproc {nproc}; CPU {_cpu_model()}; Python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+        directory = Path(tmp)
+        say()
+        say("(1) write through LocalStore.put (retention off) vs the sequential floor")
+        say("| input | floor | floor + fsync | put | put / floor | put / (floor + fsync) |")
+        say("|---|---|---|---|---|---|")
+        for case, floor, floor_sync, put in bench_write(size, directory, 3 if quick else 5):
+            say(
+                f"| {case} | {fmt(floor)} | {fmt(floor_sync)} | {fmt(put)} "
+                f"| {put / floor:.2f}x | {put / floor_sync:.2f}x |"
+            )
+        say()
+        say("(2) streaming memory: peak RSS of a fresh process streaming 64 KiB chunks")
+        say("| streamed | RSS after imports | peak RSS | growth |")
+        say("|---|---|---|---|")
+        rows = bench_memory([1 << 20, big], directory)
+        for streamed, before, peak, _ in rows:
+            say(f"| {streamed:,} B | {before / 1024:.1f} MiB | {peak / 1024:.1f} MiB "
+                f"| {(peak - before) / 1024:.1f} MiB |")  # fmt: skip
+        delta = (rows[1][2] - rows[0][2]) / 1024
+        say(f"peak RSS difference, {rows[1][0]:,} B vs 1 MiB: {delta:.2f} MiB (target <= 4 MiB)")
+        say()
+        result = bench_read(big, directory, 40 if quick else 200)
+        say(
+            f"(3) read 2,000 lines at line {int(result['first']):,} of a "
+            f"{result['size'] / GIB:.2f} GiB spill ({int(result['lines']):,} lines)"
+        )
+        say("| method | median | ratio to scan |")
+        say("|---|---|---|")
+        say(f"| scan newlines from the start | {fmt(result['scan_s'])} | 1.00x |")
+        say(
+            f"| LocalStore.read_lines (index cached) | {fmt(result['median_s'])} "
+            f"| {result['median_s'] / result['scan_s']:.5f}x |"
+        )
+        say(
+            f"| LocalStore.read_lines (first call, index loaded) | {fmt(result['cold_s'])} "
+            f"| {result['cold_s'] / result['scan_s']:.5f}x |"
+        )
+        say(f"(building that spill through put took {fmt(result['build_s'])})")
+    if record:
+        _record(lines)
+
+
+def _record(lines: list[str]) -> None:
+    path = ROOT / "benchmarks" / "RESULTS.md"
+    heading = "## Store (issue 3)"
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    if heading in text:
+        before, _, rest = text.partition(heading)
+        following = rest.find("\n## ")
+        after = rest[following + 1 :] if following >= 0 else ""
+        text = before.rstrip("\n") + "\n\n" + (after and after + "\n")
+    section = [heading, "", f"Run: `.venv/bin/python benchmarks/bench_store.py` on "
+               f"{time.strftime('%Y-%m-%d')}.", "", *lines]  # fmt: skip
+    path.write_text(
+        text.rstrip("\n") + "\n\n" + "\n".join(section).rstrip() + "\n", encoding="utf-8"
+    )
+
+
+if __name__ == "__main__":
+    main()
