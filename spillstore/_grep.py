@@ -205,6 +205,7 @@ def _unsupported(construct: str) -> str:
 def _explain(pattern: str, exc: Exception) -> str:
     raw = exc.args[0] if exc.args else exc
     reason = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    reason = reason.replace("(?m)" + pattern, pattern)  # our line-mode prefix, not theirs
     if "invalid escape sequence: \\" in reason and any(
         f"\\{digit}" in pattern for digit in "123456789"
     ):

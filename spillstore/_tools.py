@@ -413,8 +413,10 @@ class SpillTools:
         session: the session whose spills Grep and List cover, and (unless
             ``cross_session``) the only session Read may read from.
         max_page_bytes: the most UTF-8 bytes of any result, header and hints included.
-        max_line_bytes: Read cuts lines longer than this, saying where they continue.
-        max_column_bytes: Grep shows at most this many bytes of a matching line.
+        max_line_bytes: Read cuts lines longer than this, saying where they continue
+            (default 2,000, or a quarter of the page cap if smaller; at most half of it).
+        max_column_bytes: Grep shows at most this many bytes of a matching line
+            (default 400, or a quarter of the page cap if smaller; at most half of it).
         read_name, grep_name, list_name: the tool names the model sees (and that the
             continuation hints use); they must match the names the service's pointer
             uses.
@@ -430,8 +432,8 @@ class SpillTools:
         *,
         session: str = "default",
         max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_column_bytes: int = DEFAULT_MAX_COLUMN_BYTES,
+        max_line_bytes: int | None = None,
+        max_column_bytes: int | None = None,
         read_name: str = "read_spill",
         grep_name: str = "grep_spill",
         list_name: str = "list_spills",
@@ -441,6 +443,10 @@ class SpillTools:
             raise ConfigError(f"store must be a spillstore Store; got {type(store).__name__}")
         validate_session(session)
         _check_size("max_page_bytes", max_page_bytes, MIN_PAGE_BYTES)
+        if max_line_bytes is None:
+            max_line_bytes = min(DEFAULT_MAX_LINE_BYTES, max_page_bytes // 4)
+        if max_column_bytes is None:
+            max_column_bytes = min(DEFAULT_MAX_COLUMN_BYTES, max_page_bytes // 4)
         _check_size("max_line_bytes", max_line_bytes, 16)
         _check_size("max_column_bytes", max_column_bytes, 16)
         if max_line_bytes > max_page_bytes // 2:
@@ -1142,10 +1148,9 @@ class _LinePager:
             if _size(text) <= avail:
                 return prefix + text, len(raw), after_newline
         limit = min(tools.max_line_bytes, avail - self.marker_max, data_room)
-        if limit < 4:
-            if not forced:
-                return None
-            limit = 4
+        if limit < tools.max_line_bytes and not forced:
+            return None  # no room for this line on this page: the next page starts with it
+        limit = max(limit, 4)
         cut, text, lossy = _fit(raw, limit)
         if cut == 0 and raw:
             if not forced:
