@@ -379,19 +379,21 @@ def test_regex_hits_match_a_reference_engine(
     tools = SpillTools(_MEMORY, max_page_bytes=page, max_column_bytes=min(column, page // 2))
     text = text_of(tools.grep(pattern, spill, head_limit=0, context=context))
     assert len(text.encode()) <= page
-    reference = re.compile(pattern.encode(), re.MULTILINE)
+    # The reference runs on str: RE2 matches UTF-8 characters, not single bytes, with ".".
+    decoded = data.decode("utf-8")
+    reference = re.compile(pattern, re.MULTILINE)
     expected: list[int] = []
     position = 0
-    while position < len(data):
-        match = reference.search(data, position)
+    while position < len(decoded):
+        match = reference.search(decoded, position)
         if match is None:
             break
-        line_start = data.rfind(b"\n", 0, match.start()) + 1
-        if line_start >= len(data):
+        line_start = decoded.rfind("\n", 0, match.start()) + 1
+        if line_start >= len(decoded):
             break
-        line_end = data.find(b"\n", match.start())
-        line_end = len(data) if line_end < 0 else line_end
-        expected.append(data.count(b"\n", 0, line_start) + 1)
+        line_end = decoded.find("\n", match.start())
+        line_end = len(decoded) if line_end < 0 else line_end
+        expected.append(decoded.count("\n", 0, line_start) + 1)
         position = max(line_end + 1, match.end())
     found = [n for _, n, _ in hits(text)]
     assert found == expected[: len(found)]
