@@ -1083,9 +1083,10 @@ class Store(abc.ABC):
             try:
                 yield views
             finally:
-                for _, view in views:
-                    view.release()
-                whole.release()
+                with contextlib.suppress(BufferError):  # a caller exported a view
+                    for _, view in views:
+                        view.release()
+                    whole.release()
 
     # ----------------------------------------------------------------- paths
 
