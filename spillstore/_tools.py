@@ -162,6 +162,9 @@ PREVIEW_BYTES = 100
 _MIN_LINE_ROOM = 16
 """A Read page stops when less than this many bytes remain for the next line."""
 
+_NOTE_BYTES = 160
+"""An upper bound of a Grep note's size, spill ids excluded."""
+
 SCHEMA_SHAPES = ("openai", "anthropic")
 
 # --------------------------------------------------------------------------- arguments
@@ -766,6 +769,11 @@ class SpillTools:
 
     def _meta(self, spill: str) -> SpillMeta:
         """Return the metadata of the spill named by id or path, in an allowed session."""
+        if "\x00" in spill:
+            raise Refusal(
+                "refused: a spill id or path never contains a NUL byte; call "
+                f"{self.names.list} to see the spills"
+            )
         spill_id = spill if is_spill_id(spill) else self.store.resolve(spill)
         meta = self.store.stat(spill_id)
         if not self.cross_session and meta.session != self.session:
@@ -1298,7 +1306,7 @@ class _Search:
         self.limit = None if not args.head_limit else args.head_limit
         self.before = args.context if args.before is None else args.before
         self.after = args.context if args.after is None else args.after
-        self.unsearched: list[tuple[str, tuple[tuple[int, int], ...]]] = []
+        self.unsearched: list[str] = []
 
     # --- text pieces
 
@@ -1341,29 +1349,39 @@ class _Search:
         return f"{self.tools.names.grep}({', '.join(parts)})"
 
     def _gap_notes(self) -> list[str]:
-        if not self.unsearched:
-            return []
-        notes = [
-            f"spill {spill_id} was saved in part: bytes {_ranges(gaps)} were not kept "
-            "and were not searched"
-            for spill_id, gaps in self.unsearched[:3]
-        ]
+        notes = self.unsearched[:3]
         if len(self.unsearched) > 3:
-            notes.append(f"and {len(self.unsearched) - 3} more spills saved in part")
+            notes.append(f"and {len(self.unsearched) - 3} more spills not searched in full")
         return notes
 
     def _overhead(self) -> int:
         big = MAX_SAFE_INT
         title = self._title() + f": matching lines {big}-{big}"
         hint = f"-- more results: call {self._again(big)} --"
-        gap_bound = 0
-        if any(not meta.complete for meta in self.metas):
-            gap_bound = 4 * (200 + len(self.metas[0].spill_id) * 2)
-        return _size(title) + _size(hint) + gap_bound + 16
+        notes = 4 * (_NOTE_BYTES + 2 * max((len(m.spill_id) for m in self.metas), default=0))
+        return _size(title) + _size(hint) + notes + 16
 
-    def _note_unsearched(self, meta: SpillMeta) -> None:
-        if not meta.complete:
-            self.unsearched.append((meta.spill_id, meta.gaps))
+    def _each(self) -> Iterator[tuple[SpillMeta, builtins.list[Haystack], LineIndex]]:
+        """Yield each readable spill's stored ranges and index; note what was not searched.
+
+        With one spill its errors propagate (the result is that error); across a session a
+        spill deleted or damaged meanwhile is skipped with a note, not a failed search.
+        """
+        for meta in self.metas:
+            try:
+                with self.tools._haystacks(meta) as stacks:
+                    index = self.tools.store.line_index(meta.spill_id)
+                    if not meta.complete:
+                        self.unsearched.append(
+                            f"spill {meta.spill_id} was saved in part: bytes "
+                            f"{_ranges(meta.gaps)} were not kept and were not searched"
+                        )
+                    yield meta, stacks, index
+            except SpillstoreError as exc:
+                if self.single:
+                    raise
+                reason = "it expired" if isinstance(exc, SpillNotFound) else "it cannot be read"
+                self.unsearched.append(f"spill {meta.spill_id} was not searched: {reason}")
 
     # --- modes
 
@@ -1381,10 +1399,8 @@ class _Search:
     def _counts(self) -> str:
         tools, args = self.tools, self.args
         rows: list[tuple[SpillMeta, int]] = []
-        for meta in self.metas:
-            self._note_unsearched(meta)
-            with tools._haystacks(meta) as stacks:
-                found = sum(count_matching_lines(hay, self.matcher) for hay in stacks)
+        for meta, stacks, _ in self._each():
+            found = sum(count_matching_lines(hay, self.matcher) for hay in stacks)
             if found or self.single:
                 rows.append((meta, found))
         total = sum(found for _, found in rows)
@@ -1423,10 +1439,8 @@ class _Search:
         matched = 0
         shown = 0
         more = False
-        for meta in self.metas:
-            self._note_unsearched(meta)
-            with tools._haystacks(meta) as stacks:
-                hit = any(count_matching_lines(hay, self.matcher, stop_after=1) for hay in stacks)
+        for meta, stacks, _ in self._each():
+            hit = any(count_matching_lines(hay, self.matcher, stop_after=1) for hay in stacks)
             if not hit:
                 continue
             matched += 1
@@ -1465,35 +1479,31 @@ class _Search:
             column_bytes=tools.max_column_bytes,
             before=self.before,
             after=self.after,
-            read_name=tools.names.read,
         )
         skip = args.offset
         seen = 0
         more = False
-        for meta in self.metas:
-            if more or writer.full:
-                break
-            self._note_unsearched(meta)
+        for meta, stacks, index in self._each():
             prefix = b"" if self.single else meta.spill_id.encode("ascii")
-            index: LineIndex | None = None
-            with tools._haystacks(meta) as stacks:
-                for hay in stacks:
-                    if more or writer.full:
+            for hay in stacks:
+                writer.start(hay, prefix)
+                stop_at: int | None = None
+                for hit in iter_hits(hay, self.matcher, index):
+                    seen += 1
+                    if seen <= skip:
+                        continue
+                    if self.limit is not None and writer.hits >= self.limit:
+                        more = True
+                        stop_at = hit.line_start
                         break
-                    if index is None:
-                        index = tools.store.line_index(meta.spill_id)
-                    writer.start(hay, prefix, meta.spill_id, lossy=meta.invalid_utf8)
-                    for hit in iter_hits(hay, self.matcher, index):
-                        seen += 1
-                        if seen <= skip:
-                            continue
-                        if self.limit is not None and writer.hits >= self.limit:
-                            more = True
-                            break
-                        if not writer.add(hit):
-                            more = True
-                            break
-                    writer.end()
+                    if not writer.add(hit):
+                        more = True
+                        break
+                writer.end(stop_at)
+                if more:
+                    break
+            if more:
+                break
         shown = writer.hits
         if shown:
             head = f"{self._title()}: matching lines {skip + 1}-{skip + shown}" + (
@@ -1510,14 +1520,11 @@ class _Search:
 class _ContentWriter:
     """Renders matching lines (and context) of Grep's content mode within a byte budget."""
 
-    def __init__(
-        self, *, budget: int, column_bytes: int, before: int, after: int, read_name: str
-    ) -> None:
+    def __init__(self, *, budget: int, column_bytes: int, before: int, after: int) -> None:
         self.budget = budget
         self.column_bytes = column_bytes
         self.before = before
         self.after = after
-        self.read_name = read_name
         self.pieces: list[str] = []
         self.used = 0
         self.hits = 0
@@ -1526,18 +1533,15 @@ class _ContentWriter:
         # per haystack
         self.hay: Haystack | None = None
         self.prefix = b""
-        self.spill_id = ""
-        self.lossy = False
         self.printed_end = -1
         self.after_pos = -1
         self.after_left = 0
         self.after_line = 0
 
-    def start(self, hay: Haystack, prefix: bytes, spill_id: str, *, lossy: bool) -> None:
+    def start(self, hay: Haystack, prefix: bytes) -> None:
+        """Begin a stored range; ``prefix`` (a spill id, or empty) starts each line."""
         self.hay = hay
         self.prefix = prefix
-        self.spill_id = spill_id
-        self.lossy = lossy
         self.printed_end = -1
         self.after_pos = -1
         self.after_left = 0
@@ -1653,9 +1657,10 @@ class _ContentWriter:
         self.after_line = hit.line
         return True
 
-    def end(self) -> None:
+    def end(self, before: int | None = None) -> None:
+        """Finish a stored range: print owed after-context (up to ``before``, if given)."""
         if self.hay is not None and self.after_left and not self.full:
-            self._flush_after(self.hay.hi)
+            self._flush_after(self.hay.hi if before is None else before)
         self.after_left = 0
 
 
