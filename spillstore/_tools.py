@@ -992,17 +992,17 @@ class SpillTools:
             saved = f"saved in part (kept {_ranges(meta.stored_ranges)})"
         preview = ""
         if meta.stored_ranges and meta.stored_ranges[0][0] == 0:
+            head_end = meta.stored_ranges[0][1]
             try:
-                first = self.store.read_bytes(
-                    meta.spill_id, 0, min(PREVIEW_BYTES + 4, meta.total_bytes)
-                )
+                first = self.store.read_bytes(meta.spill_id, 0, min(PREVIEW_BYTES + 4, head_end))
             except SpillstoreError:
                 first = b""
-            line = first.split(b"\n", 1)[0]
+            newline = first.find(b"\n")
+            line = first if newline < 0 else first[:newline]
             cut = _char_cut(line, PREVIEW_BYTES)
-            text = line[:cut].decode("utf-8", "replace")
-            more = cut < len(line) or (len(first) > PREVIEW_BYTES and b"\n" not in first)
-            preview = f"; first line: {json.dumps(text + ('...' if more else ''))}"
+            more = cut < len(line) or (newline < 0 and len(first) < meta.total_bytes)
+            text = line[:cut].decode("utf-8", "replace") + ("..." if more else "")
+            preview = f"; first line: {json.dumps(text, ensure_ascii=False)}"
         return (
             f"{number:>{digits}}. {meta.spill_id} tool {_quote(meta.tool_name, 60)} call "
             f"{_quote(meta.tool_call_id, 60)}: {meta.total_bytes} bytes, {meta.total_lines} "
