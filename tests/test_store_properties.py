@@ -24,7 +24,7 @@ from spillstore._meta import (
     nth_newline,
     sanitize_stem,
 )
-from spillstore._store import Store
+from spillstore._store import Store, _Utf8Check
 from tests.strategies import hostile_text, raw_bytes
 
 PIECES = [b"\n", b"a", b"line of text\n", b"\r\n", "\u00e9".encode(), "\u20ac".encode()]
@@ -269,3 +269,19 @@ def test_ids_are_always_valid(name: str, call: str, session: str) -> None:
     assert is_spill_id(spill_id)
     assert spill_id.startswith(sanitize_stem(name) + "-")
     assert len(spill_id) <= 32 + 1 + 20
+
+
+@settings(max_examples=500)
+@given(data=outputs, cuts=st.lists(st.integers(0, 500), max_size=10), window=st.integers(4, 9))
+def test_utf8_check_matches_strict_decode(data: bytes, cuts: list[int], window: int) -> None:
+    """The incremental UTF-8 check agrees with a strict decode, however the bytes are split."""
+    check = _Utf8Check()
+    check.WINDOW = window
+    for chunk in _chunks(data, cuts):
+        check.feed(chunk)
+    try:
+        data.decode()
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert check.finish() == valid
