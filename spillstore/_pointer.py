@@ -248,16 +248,17 @@ def render_pointer(
     start, end = preview.elided
     out = [
         f"[spillstore] The output of tool {quote_name(tool_name)}"
-        f" (call {quote_name(tool_call_id)}) was too large to show in full:"
+        f" (call {quote_name(tool_call_id)}) is too large for the context:"
         f" {total} bytes, {lines} lines, sha256 {sha256}.",
         f"Not shown: bytes [{start}, {end}), {_lines(preview.elided_lines)}.",
     ]
+    where = f"spill {stored.spill_id}" + (f" at {stored.path}" if stored.path else "")
     if stored.state == "full":
-        out.append(f"Saved in full as spill {stored.spill_id} at {stored.path}.")
+        out.append(f"Saved in full as {where}.")
     elif stored.state == "partial":
         kept = sum(e - s for s, e in stored.stored_ranges)
         out.append(
-            f"Saved in part as spill {stored.spill_id} at {stored.path}: the retention cap"
+            f"Saved in part as {where}: the retention cap"
             f" kept {kept} of {total} bytes, the ranges {_ranges(stored.stored_ranges)};"
             f" bytes {_ranges(_gaps(stored.stored_ranges, total))} were not kept anywhere."
         )
@@ -279,9 +280,10 @@ def render_pointer(
             read = f'{read_tool}(spill="{spill}", offset={first}, limit={DEFAULT_READ_LIMIT})'
         else:
             read = f'{read_tool}(spill="{spill}", byte_offset={start}, max_bytes=4096)'
+        scope = "the whole output" if stored.state == "full" else "every byte that was kept"
         out.append(
             f"Next: {read} reads the first hidden part;"
-            f' {grep_tool}(pattern="...", spill="{spill}") searches the whole output.'
+            f' {grep_tool}(pattern="...", spill="{spill}") searches {scope}.'
         )
     out.append(f"--- head: bytes [0, {preview.head_end}), {_lines(preview.head_lines)} ---")
     out.append(preview.head_text.removesuffix("\n"))

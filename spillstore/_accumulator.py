@@ -1,0 +1,228 @@
+"""OutputAccumulator: stream a tool's output into the service with bounded memory.
+
+A subprocess pipe or a streaming tool hands over chunks as they come. The accumulator
+keeps up to the inline budget in memory; the moment the output outgrows it, it opens a
+store writer, hands it what it kept, and from then on streams every chunk straight
+through, keeping only the first bytes (for the head preview) and a small ring of the
+last bytes (for the tail). Sizes, newlines and the hash are counted as it goes (the
+store writer hashes; the accumulator counts newlines, which costs a ``bytes.count``).
+
+When the stream ends, :meth:`ok` or :meth:`error` finishes it with a suffix that no cap
+can drop, and returns the same kind of result :meth:`TruncationService.truncate_for_model`
+returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from spillstore._content import TextPart, ToolResult
+from spillstore._pointer import Preview, plan_preview_bytes
+from spillstore._service import _Prepared
+from spillstore._utf8 import encode
+
+if TYPE_CHECKING:
+    from spillstore._meta import SpillMeta
+    from spillstore._service import TruncationService
+    from spillstore._store import AsyncSpillWriter, SpillWriter
+
+__all__ = ["OutputAccumulator"]
+
+_SLACK = 4
+"""Extra bytes kept at each end so cuts can land on a character and line boundary."""
+
+
+class OutputAccumulator:
+    """Takes ``str`` or ``bytes`` chunks; ends in the model-facing result.
+
+    Get one from :meth:`TruncationService.accumulator`. Use either the sync methods
+    (:meth:`write`, :meth:`ok`, :meth:`error`) or the async ones (:meth:`awrite`,
+    :meth:`aok`, :meth:`aerror`) on one accumulator, not both.
+    """
+
+    def __init__(self, service: TruncationService, *, tool_name: str, tool_call_id: str):
+        self._service = service
+        self._tool_name = tool_name
+        self._tool_call_id = tool_call_id
+        self._budget = service.settings.max_bytes
+        self._keep_head = service.settings.head_bytes + _SLACK
+        self._keep_tail = service.settings.tail_bytes + _SLACK
+        self._buffer = bytearray()
+        self._head = b""
+        self._tail = bytearray()
+        self._total = 0
+        self._newlines = 0
+        self._writer: SpillWriter | None = None
+        self._awriter: AsyncSpillWriter | None = None
+        self._write_error: Exception | None = None
+        self._done = False
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes taken so far."""
+        return self._total
+
+    @property
+    def spilling(self) -> bool:
+        """Whether the output outgrew the budget and is streaming to the store."""
+        return (
+            self._writer is not None or self._awriter is not None or self._write_error is not None
+        )
+
+    # --- shared decisions ----------------------------------------------------------
+
+    def _take(self, chunk: str | bytes) -> bytes | None:
+        """Account for a chunk; return the bytes to send to the store, if any."""
+        if self._done:
+            raise RuntimeError("this accumulator is finished; start a new one")
+        data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
+        self._total += len(data)
+        self._newlines += data.count(b"\n")
+        if not self.spilling:
+            self._buffer += data
+            if len(self._buffer) <= self._budget:
+                return None
+            self._head = bytes(self._buffer[: self._keep_head])
+            data, self._buffer = bytes(self._buffer), bytearray()
+        self._tail += data[-self._keep_tail :]
+        del self._tail[: -self._keep_tail]
+        return data
+
+    def _finish_inline(self, suffix: str | None, is_error: bool) -> ToolResult:
+        text = self._buffer.decode("utf-8", "replace")
+        return ToolResult(content=(TextPart(text),), suffix=suffix, is_error=is_error)
+
+    def _prepared(self, suffix: str | None, is_error: bool) -> _Prepared:
+        service = self._service
+        head_raw, tail_raw = self._head, bytes(self._tail)
+        total, newlines = self._total, self._newlines
+
+        def plan(head_room: int, tail_room: int) -> Preview:
+            return plan_preview_bytes(
+                head_raw,
+                tail_raw,
+                total_bytes=total,
+                newlines=newlines,
+                head_bytes=min(service.settings.head_bytes, head_room),
+                tail_bytes=min(service.settings.tail_bytes, tail_room),
+            )
+
+        return _Prepared(
+            result=ToolResult(content=(), is_error=is_error),
+            total_bytes=total,
+            newlines=newlines,
+            ends_with_newline=tail_raw.endswith(b"\n"),
+            plan=plan,
+            fallback_sha=lambda: "unknown (the output could not be saved)",
+            shaped=None,
+            suffix=service._bounded_suffix(suffix or ""),
+            others=[],
+            notes=[],
+            tool_name=self._tool_name,
+            tool_call_id=self._tool_call_id,
+        )
+
+    # --- sync shell ----------------------------------------------------------------
+
+    def write(self, chunk: str | bytes) -> None:
+        """Take one chunk (a UTF-8 sequence may be split across chunks)."""
+        data = self._take(chunk)
+        if data is None or self._write_error is not None:
+            return
+        try:
+            if self._writer is None:
+                self._writer = self._service.store.writer(
+                    **self._service._spill_args(self._tool_name, self._tool_call_id)
+                )
+            self._writer.write(data)
+        except Exception as exc:  # spilling must never fail the tool call
+            self._fail(exc)
+
+    def ok(self, suffix: str | None = None) -> ToolResult:
+        """Finish a successful run; ``suffix`` (e.g. ``"exit code 0"``) always shows."""
+        return self._finish(suffix, is_error=False)
+
+    def error(self, message: str) -> ToolResult:
+        """Finish a failed run; ``message`` always shows and the result is an error."""
+        return self._finish(message, is_error=True)
+
+    def _finish(self, suffix: str | None, *, is_error: bool) -> ToolResult:
+        self._done = True
+        if not self.spilling:
+            return self._service.truncate_for_model(
+                self._finish_inline(suffix, is_error),
+                tool_name=self._tool_name,
+                tool_call_id=self._tool_call_id,
+            )
+        saved: SpillMeta | Exception
+        if self._write_error is not None:
+            saved = self._write_error
+        else:
+            try:
+                assert self._writer is not None
+                saved = self._writer.commit(suffix=suffix)
+            except Exception as exc:
+                saved = self._fail(exc)
+        return self._service._render(self._prepared(suffix, is_error), saved)
+
+    def _fail(self, exc: Exception) -> Exception:
+        """Remember why spilling failed; the sync writer (if any) is dropped."""
+        self._write_error = exc
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                writer.abort()
+        return exc
+
+    async def _afail(self, exc: Exception) -> Exception:
+        """Async twin of :meth:`_fail`."""
+        self._write_error = exc
+        writer, self._awriter = self._awriter, None
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                await writer.abort()
+        return exc
+
+    # --- async shell ---------------------------------------------------------------
+
+    async def awrite(self, chunk: str | bytes) -> None:
+        """Async twin of :meth:`write`."""
+        data = self._take(chunk)
+        if data is None or self._write_error is not None:
+            return
+        try:
+            if self._awriter is None:
+                self._awriter = self._service.store.awriter(
+                    **self._service._spill_args(self._tool_name, self._tool_call_id)
+                )
+            await self._awriter.write(data)
+        except Exception as exc:
+            await self._afail(exc)
+
+    async def aok(self, suffix: str | None = None) -> ToolResult:
+        """Async twin of :meth:`ok`."""
+        return await self._afinish(suffix, is_error=False)
+
+    async def aerror(self, message: str) -> ToolResult:
+        """Async twin of :meth:`error`."""
+        return await self._afinish(message, is_error=True)
+
+    async def _afinish(self, suffix: str | None, *, is_error: bool) -> ToolResult:
+        self._done = True
+        if not self.spilling:
+            return await self._service.atruncate_for_model(
+                self._finish_inline(suffix, is_error),
+                tool_name=self._tool_name,
+                tool_call_id=self._tool_call_id,
+            )
+        saved: SpillMeta | Exception
+        if self._write_error is not None:
+            saved = self._write_error
+        else:
+            try:
+                assert self._awriter is not None
+                saved = await self._awriter.commit(suffix=suffix)
+            except Exception as exc:
+                saved = await self._afail(exc)
+        return self._service._render(self._prepared(suffix, is_error), saved)

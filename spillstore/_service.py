@@ -1,0 +1,455 @@
+"""TruncationService: the one decision point every tool result passes through.
+
+The decisions are made once, in pure steps (:meth:`TruncationService._prepare` and
+:func:`_render`), and driven by two thin shells: :meth:`~TruncationService.truncate_for_model`
+calls the store directly, :meth:`~TruncationService.atruncate_for_model` awaits it. The
+flow, in order (design.md §2):
+
+1. a spill-exempt result comes back as the same object;
+2. a result whose text (and suffix) fits the budget comes back as the same object;
+3. lines longer than ``max_line_bytes`` are cut, and if that alone brings the text within
+   budget the shaped text is kept and a short pointer is appended ("append mode");
+4. otherwise the text is replaced by a pointer with head and tail previews ("replace");
+5. the full output (up to the retention cap) is persisted *before* rendering, and if
+   persisting fails the model still gets a bounded preview that says it was not saved;
+6. media stay attached in order; parts that cannot be delivered leave a visible notice;
+7. ``is_error``, metadata and structured content are kept;
+8. the suffix goes after the pointer, never cut off by the cap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+from spillstore._cap import PART_SEPARATOR, elide_middle, joined_text_size
+from spillstore._content import (
+    EmbeddedText,
+    MediaPart,
+    Part,
+    ResourceLink,
+    SpillInfo,
+    TextPart,
+    ToolResult,
+)
+from spillstore._pointer import (
+    Preview,
+    Stored,
+    count_newlines,
+    line_count,
+    plan_preview,
+    quote_name,
+    render_pointer,
+)
+from spillstore._settings import Settings
+from spillstore._shape import Shaped, shape_lines
+from spillstore._utf8 import head, iter_encoded, utf8_size
+
+if TYPE_CHECKING:
+    from spillstore._accumulator import OutputAccumulator
+    from spillstore._meta import SpillMeta
+    from spillstore._store import Store
+
+__all__ = ["TruncationService"]
+
+log = logging.getLogger("spillstore")
+
+DEFAULT_DELIVERABLE = frozenset({"image", "audio"})
+"""Media kinds a model can take; others (blobs) leave a ``[content dropped: ...]`` notice."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """An oversized output, measured, waiting to be persisted and rendered.
+
+    It is made either from a result's text parts (:meth:`TruncationService._prepare`)
+    or from a stream's kept ends (:class:`~spillstore.OutputAccumulator`); rendering
+    only needs ``plan`` to cut previews and ``fallback_sha`` when nothing was saved.
+    """
+
+    result: ToolResult
+    total_bytes: int
+    newlines: int
+    ends_with_newline: bool
+    plan: Callable[[int, int], Preview]
+    fallback_sha: Callable[[], str]
+    shaped: Shaped | None
+    suffix: str
+    others: list[Part]
+    notes: list[str]
+    tool_name: str
+    tool_call_id: str
+
+
+class _SpillArgs(TypedDict):
+    session: str
+    tool_name: str
+    tool_call_id: str
+    retention_bytes: int | None
+    retained_tail_bytes: int
+
+
+def _text_chunks(texts: Sequence[str]) -> Iterator[bytes]:
+    """The joined texts' bytes, in pieces of at most a few MiB (never one full copy)."""
+    for index, text in enumerate(texts):
+        if index:
+            yield PART_SEPARATOR.encode()
+        yield from iter_encoded(text)
+
+
+def _dropped_notice(part: MediaPart) -> str:
+    size = len(part.data)
+    uri = f", uri {head(part.uri, 200)}" if part.uri else ""
+    return f"[content dropped: {part.kind} {head(part.mime_type, 100)}, {size} bytes{uri}]"
+
+
+class TruncationService:
+    """Caps tool results for the model, spilling what does not fit to a store.
+
+    Args:
+        store: where spills go; by default a :class:`~spillstore.LocalStore` at
+            ``settings.dir`` (or the user cache dir).
+        settings: budgets and caps; by default ``Settings()`` (environment, then defaults).
+        session: the store session spills go to; by default ``settings.session``.
+        read_tool, grep_tool: tool names used in the ready-to-call hints.
+        deliverable_media: media kinds passed to the model; other kinds are replaced by
+            a visible ``[content dropped: ...]`` notice.
+    """
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        settings: Settings | None = None,
+        *,
+        session: str | None = None,
+        read_tool: str = "read_spill",
+        grep_tool: str = "grep_spill",
+        deliverable_media: frozenset[str] = DEFAULT_DELIVERABLE,
+    ) -> None:
+        self.settings = settings if settings is not None else Settings()
+        if store is None:
+            from spillstore._local import LocalStore  # noqa: PLC0415 - only when needed
+
+            store = LocalStore(self.settings.dir)
+        self.store = store
+        self.session = session if session is not None else self.settings.session
+        self.read_tool = read_tool
+        self.grep_tool = grep_tool
+        self.deliverable_media = deliverable_media
+
+    # --- the two shells ----------------------------------------------------------
+
+    def truncate_for_model(
+        self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
+    ) -> ToolResult:
+        """Return what the model should see of ``result``: itself when it fits.
+
+        Never raises because of storage: if the store fails, the returned preview says
+        the output was not saved. A plain ``str`` is wrapped in a :class:`ToolResult`.
+        """
+        step = self._prepare(result, tool_name, tool_call_id)
+        if isinstance(step, ToolResult):
+            return step
+        texts = _texts(step.result)
+        try:
+            saved: SpillMeta | Exception = self.store.put(
+                _text_chunks(texts),
+                suffix=step.suffix or None,
+                media_notes=tuple(step.notes),
+                **self._spill_args(step.tool_name, step.tool_call_id),
+            )
+        except Exception as exc:  # the tool call must not fail because spilling did
+            log.warning("spillstore: could not save output of %s: %s", tool_name, exc)
+            saved = exc
+        return self._render(step, saved)
+
+    async def atruncate_for_model(
+        self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
+    ) -> ToolResult:
+        """Async twin of :meth:`truncate_for_model`, with the same decisions."""
+        step = self._prepare(result, tool_name, tool_call_id)
+        if isinstance(step, ToolResult):
+            return step
+        texts = _texts(step.result)
+        try:
+            saved: SpillMeta | Exception = await self.store.aput(
+                _text_chunks(texts),
+                suffix=step.suffix or None,
+                media_notes=tuple(step.notes),
+                **self._spill_args(step.tool_name, step.tool_call_id),
+            )
+        except Exception as exc:
+            log.warning("spillstore: could not save output of %s: %s", tool_name, exc)
+            saved = exc
+        return self._render(step, saved)
+
+    def accumulator(self, *, tool_name: str, tool_call_id: str) -> OutputAccumulator:
+        """Start streaming one tool's output through the service with bounded memory."""
+        from spillstore._accumulator import OutputAccumulator  # noqa: PLC0415 - a cycle
+
+        return OutputAccumulator(self, tool_name=tool_name, tool_call_id=tool_call_id)
+
+    # --- pure decisions ----------------------------------------------------------
+
+    def _spill_args(self, tool_name: str, tool_call_id: str) -> _SpillArgs:
+        """Where and how an output is spilled: the same for puts and streams."""
+        return _SpillArgs(
+            session=self.session,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            retention_bytes=self.settings.retention_bytes,
+            retained_tail_bytes=self.settings.retained_tail_bytes,
+        )
+
+    def _prepare(
+        self, result: ToolResult | str, tool_name: str, tool_call_id: str
+    ) -> ToolResult | _Prepared:
+        """Steps 1-3: pass through, or measure and plan. No I/O."""
+        if isinstance(result, str):
+            result = ToolResult(content=(TextPart(result),))
+        if result.spill_exempt:
+            return result
+        budget = self.settings.max_bytes
+        texts: list[str] = []
+        others: list[Part] = []
+        notes: list[str] = []
+        undeliverable = False
+        for part in result.content:
+            if isinstance(part, TextPart | EmbeddedText):
+                texts.append(part.text)
+                if isinstance(part, EmbeddedText):
+                    notes.append(
+                        f"Embedded text resource {head(part.uri, 200)} is part of the text."
+                    )
+            elif isinstance(part, MediaPart) and part.kind not in self.deliverable_media:
+                undeliverable = True
+                others.append(TextPart(_dropped_notice(part)))
+            else:
+                others.append(part)
+        suffix = result.suffix or ""
+        upper = sum(map(len, texts)) * 4 + len(suffix) * 4 + len(texts) + 1
+        if upper <= budget or _model_text_size(texts, suffix) <= budget:
+            if not suffix and not undeliverable:
+                return result
+            return self._inline(result, suffix, others)
+        total = joined_text_size(texts)
+        newlines = count_newlines(texts)
+        suffix = self._bounded_suffix(suffix)
+        shaped = None
+        if self.settings.max_line_bytes is not None:
+            room = budget - utf8_size(suffix) - self._append_reserve()
+            shaped = shape_lines(texts, max_line_bytes=self.settings.max_line_bytes, budget=room)
+        media = [p for p in result.content if isinstance(p, MediaPart | ResourceLink)]
+        if media:
+            notes.append(
+                f"Only the text was saved; {len(media)} media part(s) stay attached unchanged."
+            )
+        head_bytes, tail_bytes = self.settings.head_bytes, self.settings.tail_bytes
+
+        def plan(head_room: int, tail_room: int) -> Preview:
+            return plan_preview(
+                texts,
+                total_bytes=total,
+                newlines=newlines,
+                head_bytes=min(head_bytes, head_room),
+                tail_bytes=min(tail_bytes, tail_room),
+            )
+
+        return _Prepared(
+            result=result,
+            total_bytes=total,
+            newlines=newlines,
+            ends_with_newline=_ends_with_newline(texts),
+            plan=plan,
+            fallback_sha=lambda: _hash_parts(texts)[0],
+            shaped=shaped,
+            suffix=suffix,
+            others=others,
+            notes=notes,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+        )
+
+    def _inline(self, result: ToolResult, suffix: str, others: list[Part]) -> ToolResult:
+        """A result that fits, with its suffix folded in and undeliverable parts noticed."""
+        content: list[Part] = []
+        for part in result.content:
+            if isinstance(part, MediaPart) and part.kind not in self.deliverable_media:
+                content.append(TextPart(_dropped_notice(part)))
+            else:
+                content.append(part)
+        if suffix:
+            content.append(TextPart(suffix))
+        return dataclasses.replace(result, content=tuple(content), suffix=None)
+
+    def _bounded_suffix(self, suffix: str) -> str:
+        """A suffix larger than a quarter of the budget is itself cut, with a note."""
+        cap = self.settings.max_bytes // 4
+        if utf8_size(suffix) <= cap:
+            return suffix
+        return elide_middle(suffix, cap, tool_name="the suffix")
+
+    def _append_reserve(self) -> int:
+        """Room kept for the appended pointer in append mode."""
+        return 1_024
+
+    def _render(self, step: _Prepared, saved: SpillMeta | Exception) -> ToolResult:
+        """Steps 3-8 after persistence: build the model-facing result. No I/O."""
+        if isinstance(saved, Exception):
+            sha = step.fallback_sha()
+            stored = Stored(state="none", reason=f"{type(saved).__name__}: {saved}"[:300])
+            invalid = False
+        else:
+            sha = saved.sha256
+            state: Literal["full", "partial"] = "full" if saved.complete else "partial"
+            stored = Stored(
+                state=state,
+                spill_id=saved.spill_id,
+                path=saved.path,
+                stored_ranges=tuple(saved.stored_ranges),
+            )
+            invalid = saved.invalid_utf8
+        budget = self.settings.max_bytes
+        if step.shaped is not None:
+            text, info = self._append_mode(step, stored, sha, invalid)
+        else:
+            text, info = self._replace_mode(step, stored, sha, invalid)
+        if step.suffix:
+            text = f"{text}\n{step.suffix}"
+        if utf8_size(text) > budget:  # a pathological path or name: never exceed the budget
+            text = elide_middle(text, budget, tool_name=step.tool_name)
+        content: list[Part] = [TextPart(text), *step.others]
+        return dataclasses.replace(step.result, content=tuple(content), suffix=None, spill=info)
+
+    def _replace_mode(
+        self, step: _Prepared, stored: Stored, sha: str, invalid: bool
+    ) -> tuple[str, SpillInfo]:
+        budget = self.settings.max_bytes - utf8_size(step.suffix) - 1
+        head_bytes, tail_bytes = self.settings.head_bytes, self.settings.tail_bytes
+        while True:
+            preview = step.plan(head_bytes, tail_bytes)
+            text = render_pointer(
+                preview,
+                stored,
+                tool_name=step.tool_name,
+                tool_call_id=step.tool_call_id,
+                sha256=sha,
+                invalid_utf8=invalid,
+                notes=step.notes,
+                read_tool=self.read_tool,
+                grep_tool=self.grep_tool,
+            )
+            over = utf8_size(text) - budget
+            if over <= 0 or head_bytes + tail_bytes == 0:
+                break
+            # Shrink the previews (tail first, it is the smaller) by what is over.
+            cut_tail = min(tail_bytes, over // 2 + 1)
+            tail_bytes -= cut_tail
+            head_bytes = max(0, head_bytes - (over - cut_tail))
+        return text, _info("replace", preview, stored, sha, invalid)
+
+    def _append_mode(
+        self, step: _Prepared, stored: Stored, sha: str, invalid: bool
+    ) -> tuple[str, SpillInfo]:
+        shaped = step.shaped
+        assert shaped is not None
+        total_lines = line_count(step.total_bytes, step.newlines, step.ends_with_newline)
+        line, offset = shaped.first_cut
+        spill = f"spill {stored.spill_id}" + (f" at {stored.path}" if stored.path else "")
+        where = {
+            "full": f"saved in full as {spill}",
+            "partial": (
+                f"saved in part as {spill} (the retention cap"
+                f" kept only bytes {' and '.join(f'[{s}, {e})' for s, e in stored.stored_ranges)})"
+            ),
+            "none": f"NOT saved ({stored.reason})",
+        }[stored.state]
+        note = (
+            f"[spillstore] {shaped.cut_count} line(s) of {quote_name(step.tool_name)}"
+            f" (call {quote_name(step.tool_call_id)}) were longer than"
+            f" {self.settings.max_line_bytes} bytes and were cut above. The whole output"
+            f" ({step.total_bytes} bytes, {total_lines} lines, sha256 {sha}) is {where}."
+        )
+        if stored.state != "none":
+            note += (
+                f' Next: {self.read_tool}(spill="{stored.spill_id}", byte_offset={offset},'
+                f" max_bytes=4096) reads on from the first cut (line {line})."
+            )
+        text = _dedupe_suffix(shaped.text, step.suffix)
+        text = f"{text}\n{note}"
+        preview = Preview(
+            head_text="",
+            tail_text="",
+            total_bytes=step.total_bytes,
+            total_lines=total_lines,
+            head_end=0,
+            tail_start=0,
+            head_lines=None,
+            tail_lines=None,
+            elided_lines=None,
+            head_ends_line=True,
+        )
+        return text, _info("append", preview, stored, sha, invalid)
+
+
+def _dedupe_suffix(text: str, suffix: str) -> str:
+    """Append mode: drop a copy of the suffix already at the end of the text."""
+    if suffix and text.rstrip("\n").endswith(suffix.rstrip("\n")):
+        return text.rstrip("\n")[: -len(suffix.rstrip("\n"))].rstrip("\n")
+    return text
+
+
+def _model_text_size(texts: Sequence[str], suffix: str) -> int:
+    """Size of the text the model sees when a result passes: its texts, then the suffix."""
+    return joined_text_size([*texts, suffix] if suffix else texts)
+
+
+def _texts(result: ToolResult) -> list[str]:
+    return [p.text for p in result.content if isinstance(p, TextPart | EmbeddedText)]
+
+
+def _ends_with_newline(texts: Sequence[str]) -> bool:
+    for text in reversed(texts):
+        if text:
+            return text.endswith("\n")
+    return False
+
+
+def _hash_parts(texts: Sequence[str]) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    for index, text in enumerate(texts):
+        if index:
+            digest.update(PART_SEPARATOR.encode())
+            size += len(PART_SEPARATOR)
+        for piece in iter_encoded(text):
+            digest.update(piece)
+            size += len(piece)
+    return digest.hexdigest(), size
+
+
+def _info(
+    mode: Literal["append", "replace"], preview: Preview, stored: Stored, sha: str, invalid: bool
+) -> SpillInfo:
+    elided_bytes = (
+        () if mode == "append" or preview.tail_start <= preview.head_end else (preview.elided,)
+    )
+    elided_lines = () if preview.elided_lines is None else (preview.elided_lines,)
+    return SpillInfo(
+        mode=mode,
+        saved=stored.state,
+        total_bytes=preview.total_bytes,
+        total_lines=preview.total_lines,
+        sha256=sha,
+        stored_ranges=stored.stored_ranges,
+        elided_bytes=elided_bytes,
+        elided_lines=elided_lines,
+        spill_id=stored.spill_id,
+        path=stored.path,
+        error=stored.reason,
+        invalid_utf8=invalid,
+    )
