@@ -1,4 +1,4 @@
-"""A tool returns 4 MB; the model sees a short, honest pointer, and nothing is lost.
+"""A tool returns ~3 MB; the model sees a short, honest pointer, and nothing is lost.
 
 Shows the whole idea through the Python API: a fake `pytest` run prints 60,000 lines
 with one failure buried in the middle. spillstore saves the output to a private
@@ -18,7 +18,7 @@ from spillstore import LocalStore, TextPart, TruncationService
 
 
 def fake_test_run() -> str:
-    """A 4 MB test log with one failure in the middle and a summary at the end."""
+    """A ~3 MB test log with one failure in the middle and a summary at the end."""
     lines = [f"tests/test_mod_{n // 100:03d}.py::test_case_{n:05d} PASSED" for n in range(60_000)]
     lines[31_337] = "tests/test_mod_313.py::test_case_31337 FAILED - AssertionError: 41 != 42"
     lines.append("==== 1 failed, 59999 passed in 812.40s ====")
@@ -33,7 +33,8 @@ def main() -> None:
 
     result = service.truncate_for_model(output, tool_name="bash", tool_call_id="call_0001")
     text = "\n".join(p.text for p in result.content if isinstance(p, TextPart))
-    print(f"The tool returned {len(output.encode()):,} bytes. The model sees {len(text.encode()):,}:")
+    sizes = f"{len(output.encode()):,} bytes. The model sees {len(text.encode()):,}"
+    print(f"The tool returned {sizes}:")
     print("=" * 88)
     print(text)
     print("=" * 88)
