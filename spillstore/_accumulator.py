@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._pointer import Preview, plan_preview_bytes
-from spillstore._service import _Prepared
+from spillstore._service import _Measure, _Prepared
 from spillstore._utf8 import encode
 
 if TYPE_CHECKING:
@@ -96,25 +96,23 @@ class OutputAccumulator:
     def _prepared(self, suffix: str | None, is_error: bool) -> _Prepared:
         service = self._service
         head_raw, tail_raw = self._head, bytes(self._tail)
-        total, newlines = self._total, self._newlines
+        counted = _Measure("unknown (the output could not be saved)", self._total, self._newlines)
 
-        def plan(head_room: int, tail_room: int) -> Preview:
+        def plan(head_room: int, tail_room: int, measured: _Measure) -> Preview:
             return plan_preview_bytes(
                 head_raw,
                 tail_raw,
-                total_bytes=total,
-                newlines=newlines,
+                total_bytes=measured.total_bytes,
+                newlines=measured.newlines,
                 head_bytes=min(service.settings.head_bytes, head_room),
                 tail_bytes=min(service.settings.tail_bytes, tail_room),
             )
 
         return _Prepared(
             result=ToolResult(content=(), is_error=is_error),
-            total_bytes=total,
-            newlines=newlines,
             ends_with_newline=tail_raw.endswith(b"\n"),
             plan=plan,
-            fallback_sha=lambda: "unknown (the output could not be saved)",
+            measure=lambda: counted,
             shaped=None,
             suffix=service._bounded_suffix(suffix or ""),
             others=[],

@@ -68,21 +68,30 @@ class _Prepared:
 
     It is made either from a result's text parts (:meth:`TruncationService._prepare`)
     or from a stream's kept ends (:class:`~spillstore.OutputAccumulator`); rendering
-    only needs ``plan`` to cut previews and ``fallback_sha`` when nothing was saved.
+    only needs ``plan`` to cut previews, and ``measure`` when nothing was saved (when
+    something was, the store's metadata already holds the size, lines and hash, so a
+    large output is not measured twice).
     """
 
     result: ToolResult
-    total_bytes: int
-    newlines: int
     ends_with_newline: bool
-    plan: Callable[[int, int], Preview]
-    fallback_sha: Callable[[], str]
+    plan: Callable[[int, int, _Measure], Preview]
+    measure: Callable[[], _Measure]
     shaped: Shaped | None
     suffix: str
     others: list[Part]
     notes: list[str]
     tool_name: str
     tool_call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Measure:
+    """The whole output's hash, size and newline count."""
+
+    sha256: str
+    total_bytes: int
+    newlines: int
 
 
 class _SpillArgs(TypedDict):
@@ -231,13 +240,12 @@ class TruncationService:
             else:
                 others.append(part)
         suffix = result.suffix or ""
-        upper = sum(map(len, texts)) * 4 + len(suffix) * 4 + len(texts) + 1
-        if upper <= budget or _model_text_size(texts, suffix) <= budget:
+        # Characters (and separators) bound the size from below, 4 bytes each from above.
+        chars = sum(map(len, texts)) + len(suffix) + max(len(texts) + bool(suffix) - 1, 0)
+        if chars * 4 <= budget or (chars <= budget and _model_text_size(texts, suffix) <= budget):
             if not suffix and not undeliverable:
                 return result
             return self._inline(result, suffix, others)
-        total = joined_text_size(texts)
-        newlines = count_newlines(texts)
         suffix = self._bounded_suffix(suffix)
         shaped = None
         if self.settings.max_line_bytes is not None:
@@ -250,22 +258,24 @@ class TruncationService:
             )
         head_bytes, tail_bytes = self.settings.head_bytes, self.settings.tail_bytes
 
-        def plan(head_room: int, tail_room: int) -> Preview:
+        def plan(head_room: int, tail_room: int, measured: _Measure) -> Preview:
             return plan_preview(
                 texts,
-                total_bytes=total,
-                newlines=newlines,
+                total_bytes=measured.total_bytes,
+                newlines=measured.newlines,
                 head_bytes=min(head_bytes, head_room),
                 tail_bytes=min(tail_bytes, tail_room),
             )
 
+        def measure() -> _Measure:
+            sha, total = _hash_parts(texts)
+            return _Measure(sha, total, count_newlines(texts))
+
         return _Prepared(
             result=result,
-            total_bytes=total,
-            newlines=newlines,
             ends_with_newline=_ends_with_newline(texts),
             plan=plan,
-            fallback_sha=lambda: _hash_parts(texts)[0],
+            measure=measure,
             shaped=shaped,
             suffix=suffix,
             others=others,
@@ -300,11 +310,12 @@ class TruncationService:
     def _render(self, step: _Prepared, saved: SpillMeta | Exception) -> ToolResult:
         """Steps 3-8 after persistence: build the model-facing result. No I/O."""
         if isinstance(saved, Exception):
-            sha = step.fallback_sha()
+            measured = step.measure()
             stored = Stored(state="none", reason=f"{type(saved).__name__}: {saved}"[:300])
             invalid = False
         else:
-            sha = saved.sha256
+            last_line_open = saved.total_bytes > 0 and not step.ends_with_newline
+            measured = _Measure(saved.sha256, saved.total_bytes, saved.total_lines - last_line_open)
             state: Literal["full", "partial"] = "full" if saved.complete else "partial"
             stored = Stored(
                 state=state,
@@ -315,9 +326,9 @@ class TruncationService:
             invalid = saved.invalid_utf8
         budget = self.settings.max_bytes
         if step.shaped is not None:
-            text, info = self._append_mode(step, stored, sha, invalid)
+            text, info = self._append_mode(step, stored, measured, invalid)
         else:
-            text, info = self._replace_mode(step, stored, sha, invalid)
+            text, info = self._replace_mode(step, stored, measured, invalid)
         if step.suffix:
             text = f"{text}\n{step.suffix}"
         if utf8_size(text) > budget:  # a pathological path or name: never exceed the budget
@@ -326,18 +337,18 @@ class TruncationService:
         return dataclasses.replace(step.result, content=tuple(content), suffix=None, spill=info)
 
     def _replace_mode(
-        self, step: _Prepared, stored: Stored, sha: str, invalid: bool
+        self, step: _Prepared, stored: Stored, measured: _Measure, invalid: bool
     ) -> tuple[str, SpillInfo]:
         budget = self.settings.max_bytes - utf8_size(step.suffix) - 1
         head_bytes, tail_bytes = self.settings.head_bytes, self.settings.tail_bytes
         while True:
-            preview = step.plan(head_bytes, tail_bytes)
+            preview = step.plan(head_bytes, tail_bytes, measured)
             text = render_pointer(
                 preview,
                 stored,
                 tool_name=step.tool_name,
                 tool_call_id=step.tool_call_id,
-                sha256=sha,
+                sha256=measured.sha256,
                 invalid_utf8=invalid,
                 notes=step.notes,
                 read_tool=self.read_tool,
@@ -350,14 +361,14 @@ class TruncationService:
             cut_tail = min(tail_bytes, over // 2 + 1)
             tail_bytes -= cut_tail
             head_bytes = max(0, head_bytes - (over - cut_tail))
-        return text, _info("replace", preview, stored, sha, invalid)
+        return text, _info("replace", preview, stored, measured.sha256, invalid)
 
     def _append_mode(
-        self, step: _Prepared, stored: Stored, sha: str, invalid: bool
+        self, step: _Prepared, stored: Stored, measured: _Measure, invalid: bool
     ) -> tuple[str, SpillInfo]:
         shaped = step.shaped
         assert shaped is not None
-        total_lines = line_count(step.total_bytes, step.newlines, step.ends_with_newline)
+        total_lines = line_count(measured.total_bytes, measured.newlines, step.ends_with_newline)
         line, offset = shaped.first_cut
         spill = f"spill {stored.spill_id}" + (f" at {stored.path}" if stored.path else "")
         where = {
@@ -372,7 +383,8 @@ class TruncationService:
             f"[spillstore] {shaped.cut_count} line(s) of {quote_name(step.tool_name)}"
             f" (call {quote_name(step.tool_call_id)}) were longer than"
             f" {self.settings.max_line_bytes} bytes and were cut above. The whole output"
-            f" ({step.total_bytes} bytes, {total_lines} lines, sha256 {sha}) is {where}."
+            f" ({measured.total_bytes} bytes, {total_lines} lines, sha256 {measured.sha256})"
+            f" is {where}."
         )
         if stored.state != "none":
             note += (
@@ -384,7 +396,7 @@ class TruncationService:
         preview = Preview(
             head_text="",
             tail_text="",
-            total_bytes=step.total_bytes,
+            total_bytes=measured.total_bytes,
             total_lines=total_lines,
             head_end=0,
             tail_start=0,
@@ -393,7 +405,7 @@ class TruncationService:
             elided_lines=None,
             head_ends_line=True,
         )
-        return text, _info("append", preview, stored, sha, invalid)
+        return text, _info("append", preview, stored, measured.sha256, invalid)
 
 
 def _dedupe_suffix(text: str, suffix: str) -> str:
