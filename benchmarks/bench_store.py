@@ -72,6 +72,7 @@ def _floor(data: str | bytes, directory: Path, fsync: bool) -> None:
 
 
 def _timed(fn: Callable[[], object]) -> float:
+    os.sync()  # start every measurement with no writeback pending from the previous one
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -252,7 +253,7 @@ def main() -> None:
         say("(2) write through LocalStore.put (retention off) vs the sequential floor")
         say("| input | floor | floor + fsync | put | put / floor | put / (floor + fsync) |")
         say("|---|---|---|---|---|---|")
-        for case, floor, floor_sync, put in bench_write(size, directory, 3 if quick else 7):
+        for case, floor, floor_sync, put in bench_write(size, directory, 3 if quick else 9):
             say(
                 f"| {case} | {fmt(floor)} | {fmt(floor_sync)} | {fmt(put)} "
                 f"| {put / floor:.2f}x | {put / floor_sync:.2f}x |"
