@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_HEAD_RATIO",
     "MIN_CAP_BYTES",
     "PART_SEPARATOR",
+    "affix_of_parts",
     "cap_content",
     "cap_result",
     "elide_middle",
@@ -144,7 +145,7 @@ def _separator(sample: _Text) -> _Text:
     return PART_SEPARATOR if isinstance(sample, str) else PART_SEPARATOR.encode()
 
 
-def _affix_of_parts(texts: Sequence[_Text], max_bytes: int, *, from_end: bool) -> _Text:
+def affix_of_parts(texts: Sequence[_Text], max_bytes: int, *, from_end: bool) -> _Text:
     """The longest head (or tail) of ``texts`` joined by the separator within ``max_bytes``."""
     sep = _separator(texts[0])
     cut = tail if from_end else head
@@ -175,8 +176,8 @@ def _elide(
     )
     room = max_bytes - utf8_size(widest)
     head_room = int(room * head_ratio)
-    head_text = _affix_of_parts(texts, head_room, from_end=False)
-    tail_text = _affix_of_parts(texts, room - head_room, from_end=True)
+    head_text = affix_of_parts(texts, head_room, from_end=False)
+    tail_text = affix_of_parts(texts, room - head_room, from_end=True)
     elided = total - utf8_size(head_text) - utf8_size(tail_text)
     marker = elision_marker(
         tool_name=tool_name, total_bytes=total, max_bytes=max_bytes, elided_bytes=elided

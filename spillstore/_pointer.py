@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from spillstore._cap import PART_SEPARATOR
-from spillstore._utf8 import encode, head, tail, utf8_size
+from spillstore._cap import PART_SEPARATOR, affix_of_parts
+from spillstore._utf8 import encode, head, tail
 
 __all__ = [
     "Preview",
@@ -83,26 +83,6 @@ class Preview:
         return (self.head_end, self.tail_start)
 
 
-def _affix(texts: Sequence[str], max_bytes: int, *, from_end: bool) -> str:
-    sep = PART_SEPARATOR
-    pieces: list[str] = []
-    room = max_bytes
-    for index, text in enumerate(reversed(texts) if from_end else texts):
-        if index:
-            if room < len(sep):
-                break
-            pieces.append(sep)
-            room -= len(sep)
-        piece = tail(text, room) if from_end else head(text, room)
-        pieces.append(piece)
-        if len(piece) < len(text):
-            break
-        room -= utf8_size(piece)
-    if from_end:
-        pieces.reverse()
-    return "".join(pieces)
-
-
 def plan_preview(
     texts: Sequence[str],
     *,
@@ -123,9 +103,9 @@ def plan_preview(
     """
     head_budget = min(head_bytes, total_bytes)
     tail_budget = min(tail_bytes, total_bytes - head_budget)
-    head_raw = encode(_affix(texts, head_budget, from_end=False))
+    head_raw = encode(affix_of_parts(texts, head_budget, from_end=False))
     # A few bytes more of tail tell whether the tail starts a line and how the output ends.
-    tail_raw = encode(_affix(texts, tail_budget + 4, from_end=True))
+    tail_raw = encode(affix_of_parts(texts, tail_budget + 4, from_end=True))
     return plan_preview_bytes(
         head_raw,
         tail_raw,

@@ -92,6 +92,6 @@ def shape_lines(texts: Sequence[str], *, max_line_bytes: int, budget: int) -> Sh
             line_no += 1
             if size > budget:
                 return None
-    if not cut_count:
+    if not cut_count or size > budget:
         return None
     return Shaped(text="".join(pieces), cut_count=cut_count, first_cut=first_cut)
