@@ -1,0 +1,381 @@
+"""A stdio transport for MCP clients that reads one huge JSON-RPC line in linear time.
+
+The official SDK's stdio client joins its buffer with every new chunk and splits the
+whole thing again, so one 40 MB result takes ~100 s (design.md §10). This transport
+launches the server the same way (its own session, so the whole process tree can be
+signalled; the pipes are private) but frames the output with :class:`LineSplitter`:
+``find(b"\\n")`` runs over each new chunk only, and the bytes of a line grow in one
+``bytearray`` (large reallocations are ``mremap``\\ ed by the allocator, so a 100 MB line
+is never held twice while it is being read). A line is parsed by ``pydantic_core``'s JSON
+parser (about four times faster than ``TypeAdapter.validate_json`` on long strings and
+without the UTF-8 decode copy ``json.loads`` makes), then validated from Python objects,
+which keeps the parsed strings as they are; lines over 1 MiB are parsed in a worker
+thread so the event loop keeps serving other requests.
+
+Two more things the proxy needs happen here, where the raw messages are visible:
+
+- results of ``tools/call`` requests sent through this transport have content blocks of
+  unknown types replaced by a visible ``[content dropped: ...]`` text block, so a server
+  using a newer block type cannot make the whole result fail validation;
+- :attr:`StdioTransport.exited` is set when the server's stdout ends, and
+  :attr:`StdioTransport.returncode` then says how it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from types import TracebackType
+from typing import IO, Any, Final
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import mcp_types as types
+import pydantic_core
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+__all__ = ["KNOWN_BLOCK_TYPES", "LineSplitter", "StdioTransport", "parse_line"]
+
+log = logging.getLogger("spillstore")
+
+if sys.platform != "win32":
+    import fcntl
+
+    _SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)
+else:  # pragma: no cover
+    _SETPIPE_SZ = None
+
+THREAD_PARSE_BYTES: Final = 1 << 20
+"""Lines longer than this are parsed in a worker thread."""
+
+READ_CHUNK_BYTES: Final = 1 << 20
+"""The most bytes asked for per read of the server's stdout."""
+
+PIPE_BYTES: Final = 1 << 20
+"""Pipe buffer size asked for (Linux ``F_SETPIPE_SZ``): fewer wake-ups on big results."""
+
+CLOSE_GRACE_SECONDS: Final = 2.0
+"""After stdin is closed, how long the server has to exit before it is signalled."""
+
+KILL_GRACE_SECONDS: Final = 2.0
+"""After SIGTERM, how long the process group has before SIGKILL."""
+
+KNOWN_BLOCK_TYPES: Final = frozenset({"text", "image", "audio", "resource", "resource_link"})
+"""Content block types of ``tools/call`` results that pass unchanged."""
+
+
+class LineSplitter:
+    """Split a byte stream into newline-terminated lines in linear time.
+
+    Each byte is searched once (only the new chunk is scanned for ``\\n``), and a line
+    longer than one chunk grows in a single ``bytearray``.
+    """
+
+    __slots__ = ("_partial",)
+
+    def __init__(self) -> None:
+        self._partial = bytearray()
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of an unfinished line held so far."""
+        return len(self._partial)
+
+    def feed(self, chunk: bytes) -> list[bytes | bytearray]:
+        """Add ``chunk`` and return the lines it completes, without their ``\\n``."""
+        lines: list[bytes | bytearray] = []
+        start = 0
+        view = memoryview(chunk)
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                break
+            if self._partial:
+                self._partial += view[start:newline]
+                lines.append(self._partial)
+                self._partial = bytearray()
+            else:
+                lines.append(chunk[start:newline])
+            start = newline + 1
+        if start < len(chunk):
+            self._partial += view[start:]
+        return lines
+
+    def finish(self) -> bytes | bytearray | None:
+        """Return the unterminated rest at end of stream, if any."""
+        rest, self._partial = self._partial, bytearray()
+        return rest or None
+
+
+def _loads(line: bytes | bytearray) -> Any:
+    try:
+        return pydantic_core.from_json(line)
+    except ValueError:
+        # pydantic_core refuses lone surrogate escapes ("\ud800") that json accepts,
+        # and invalid UTF-8: decode leniently and let the stdlib parser try.
+        return json.loads(bytes(line).decode("utf-8", "replace"))
+
+
+def _dropped_block(block: Any) -> dict[str, Any]:
+    kind = block.get("type") if isinstance(block, dict) else None
+    size = len(json.dumps(block, ensure_ascii=False).encode("utf-8", "replace"))
+    label = repr(kind)[:80] if kind is not None else "without a type"
+    return {
+        "type": "text",
+        "text": f"[content dropped: content block of unknown type {label}, {size} bytes of JSON]",
+    }
+
+
+def _sanitize_tool_result(result: Any) -> None:
+    """Replace unknown content blocks of a ``tools/call`` result by text notices."""
+    if not isinstance(result, dict):
+        return
+    content = result.get("content")
+    if not isinstance(content, list):
+        return
+    for index, block in enumerate(content):
+        if not (isinstance(block, dict) and block.get("type") in KNOWN_BLOCK_TYPES):
+            content[index] = _dropped_block(block)
+
+
+def parse_line(
+    line: bytes | bytearray, tool_call_ids: set[Any] | None = None
+) -> SessionMessage | Exception:
+    """Parse one JSON-RPC line; parse errors come back as values for the session.
+
+    Args:
+        line: the line, without its newline.
+        tool_call_ids: ids of ``tools/call`` requests in flight; a response to one of
+            them has unknown content blocks replaced by notices (the id is removed).
+    """
+    try:
+        raw = _loads(line)
+        if tool_call_ids and isinstance(raw, dict) and "result" in raw:
+            request_id = raw.get("id")
+            if isinstance(request_id, int | str) and request_id in tool_call_ids:
+                tool_call_ids.discard(request_id)
+                _sanitize_tool_result(raw["result"])
+        message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except Exception as exc:
+        log.warning("spillstore: unreadable JSON-RPC line from the MCP server (%s)", exc)
+        return exc
+    return SessionMessage(message)
+
+
+def _open_pipe() -> tuple[int, int]:
+    """A pipe for the server's stdout: non-blocking read end, a 1 MiB buffer if allowed."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_inheritable(read_fd, False)
+    if _SETPIPE_SZ is not None:
+        with suppress(OSError):
+            fcntl.fcntl(write_fd, _SETPIPE_SZ, PIPE_BYTES)
+    return read_fd, write_fd
+
+
+class StdioTransport:
+    """Launch an MCP server as a subprocess and talk JSON-RPC over its stdin/stdout.
+
+    An async context manager yielding ``(read_stream, write_stream)`` as the SDK's
+    transports do, so it plugs into ``mcp.Client(transport)`` or ``ClientSession``.
+    On exit stdin is closed, then the process group gets SIGTERM and then SIGKILL
+    if it does not exit in time.
+
+    Args:
+        command: the executable.
+        args: its arguments.
+        env: the environment (default: this process's environment, unfiltered: a
+            proxy stands in for the server and passes it what it was given).
+        cwd: the working directory.
+        stderr: where the server's stderr goes (default: inherited). Never stdout.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: int | IO[Any] | None = None,
+    ) -> None:
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.stderr = stderr
+        self.exited = anyio.Event()
+        self.returncode: int | None = None
+        self.pid: int | None = None
+        self._process: anyio.abc.Process | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._tool_call_ids: set[Any] = set()
+        self._streams: list[Any] = []
+        self._stdout_fd: int | None = None
+
+    def describe_exit(self) -> str:
+        """A short phrase saying how the server ended, for error results."""
+        code = self.returncode
+        if code is None:
+            return "closed its stdout"
+        if code < 0:
+            with suppress(ValueError):
+                return f"was killed by {signal.Signals(-code).name}"
+            return f"was killed by signal {-code}"
+        return f"exited with code {code}"
+
+    async def __aenter__(
+        self,
+    ) -> tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]:
+        read_fd, write_fd = _open_pipe()
+        try:
+            self._process = process = await anyio.open_process(
+                [self.command, *self.args],
+                stdin=subprocess.PIPE,
+                stdout=write_fd,
+                stderr=self.stderr,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=sys.platform != "win32",
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self._stdout_fd = read_fd
+        self.pid = process.pid
+        read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+        self._streams = [read_send, read_recv, write_send, write_recv]
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._reader, process, read_fd, read_send)
+        self._tg.start_soon(self._writer, process, write_recv, read_send)
+        return read_recv, write_send
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._tg is not None and self._process is not None
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._stop(self._process)
+        finally:
+            # The task group is left in the scope it was entered in (not the shield).
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+            for stream in self._streams:
+                stream.close()
+            fd, self._stdout_fd = self._stdout_fd, None
+            if fd is not None:
+                os.close(fd)
+            self.returncode = self._process.returncode
+            self.exited.set()
+
+    async def _reader(
+        self,
+        process: anyio.abc.Process,
+        fd: int,
+        send: MemoryObjectSendStream[SessionMessage | Exception],
+    ) -> None:
+        splitter = LineSplitter()
+        try:
+            async with send:
+                while True:
+                    try:
+                        chunk = os.read(fd, READ_CHUNK_BYTES)
+                    except BlockingIOError:
+                        await anyio.wait_readable(fd)
+                        continue
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    lines = splitter.feed(chunk)
+                    del chunk
+                    while lines:
+                        line = lines.pop(0)
+                        if len(line) > THREAD_PARSE_BYTES:
+                            message = await anyio.to_thread.run_sync(
+                                parse_line, line, self._tool_call_ids
+                            )
+                        else:
+                            message = parse_line(line, self._tool_call_ids)
+                        del line
+                        await send.send(message)
+                        del message
+                rest = splitter.finish()
+                if rest is not None and rest.strip():
+                    await send.send(parse_line(rest, self._tool_call_ids))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the session went away; the process is stopped on exit
+        finally:
+            await self._note_exit(process)
+
+    async def _note_exit(self, process: anyio.abc.Process) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            while process.returncode is None:
+                await anyio.sleep(0.01)
+        self.returncode = process.returncode
+        self.exited.set()
+
+    async def _writer(
+        self,
+        process: anyio.abc.Process,
+        receive: MemoryObjectReceiveStream[SessionMessage],
+        read_send: MemoryObjectSendStream[SessionMessage | Exception],
+    ) -> None:
+        assert process.stdin is not None
+        try:
+            async with receive:
+                async for item in receive:
+                    message = item.message
+                    if isinstance(message, types.JSONRPCRequest) and message.method == "tools/call":
+                        self._tool_call_ids.add(message.id)
+                    data = message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode("utf-8") + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The server stopped reading (it exited): end the session's read side
+            # so a pending request fails instead of hanging.
+            await read_send.aclose()
+
+    async def _stop(self, process: anyio.abc.Process) -> None:
+        """Close stdin, give the server a grace period, then signal its process group."""
+        if process.stdin is not None:
+            with suppress(Exception):
+                await process.stdin.aclose()
+        with anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            while process.returncode is None:
+                await anyio.sleep(0.01)
+        if process.returncode is None:
+            await _terminate(process)
+        self.returncode = process.returncode
+
+
+async def _terminate(process: anyio.abc.Process) -> None:
+    """SIGTERM the process group, then SIGKILL what is left (POSIX); kill elsewhere."""
+    if sys.platform == "win32":  # pragma: no cover - the proxy is tested on POSIX
+        with suppress(ProcessLookupError):
+            process.kill()
+        return
+    from mcp.os.posix.utilities import terminate_posix_process_tree  # noqa: PLC0415
+
+    await terminate_posix_process_tree(process, KILL_GRACE_SECONDS)
+    with anyio.move_on_after(KILL_GRACE_SECONDS):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
