@@ -6,11 +6,12 @@ launches the server the same way (its own session, so the whole process tree can
 signalled; the pipes are private) but frames the output with :class:`LineSplitter`:
 ``find(b"\\n")`` runs over each new chunk only, and the bytes of a line grow in one
 ``bytearray`` (large reallocations are ``mremap``\\ ed by the allocator, so a 100 MB line
-is never held twice while it is being read). A line is parsed by ``pydantic_core``'s JSON
-parser (about four times faster than ``TypeAdapter.validate_json`` on long strings and
-without the UTF-8 decode copy ``json.loads`` makes), then validated from Python objects,
-which keeps the parsed strings as they are; lines over 1 MiB are parsed in a worker
-thread so the event loop keeps serving other requests.
+is never held twice while it is being read). A line is decoded, its bytes released, and
+parsed by ``json.loads`` (``TypeAdapter.validate_json`` takes four times as long on long
+strings, and parsing the bytes holds them, a decoded copy and the result at once), then
+validated from Python objects, which keeps the parsed strings as they are. Peak memory
+for one line is about twice its size. Lines over 1 MiB are parsed in a worker thread so
+the event loop keeps serving other requests.
 
 Two more things the proxy needs happen here, where the raw messages are visible:
 
@@ -38,7 +39,6 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 import mcp_types as types
-import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
@@ -115,13 +115,21 @@ class LineSplitter:
         return rest or None
 
 
-def _loads(line: bytes | bytearray) -> Any:
+def _loads(box: list[bytes | bytearray]) -> Any:
+    """Parse the line in ``box``, dropping the bytes before the parse allocates.
+
+    Decoding to ``str`` first and releasing the bytes keeps the peak at the decoded text
+    plus the parsed strings (2x the line) where parsing bytes holds the bytes, a copy
+    and the parsed strings (3-4x).
+    """
+    data = box.pop()
     try:
-        return pydantic_core.from_json(line)
-    except ValueError:
-        # pydantic_core refuses lone surrogate escapes ("\ud800") that json accepts,
-        # and invalid UTF-8: decode leniently and let the stdlib parser try.
-        return json.loads(bytes(line).decode("utf-8", "replace"))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        log.warning("spillstore: the MCP server sent invalid UTF-8; decoding it with U+FFFD")
+        text = data.decode("utf-8", "replace")
+    del data
+    return json.loads(text)
 
 
 def _dropped_block(block: Any) -> dict[str, Any]:
@@ -147,17 +155,19 @@ def _sanitize_tool_result(result: Any) -> None:
 
 
 def parse_line(
-    line: bytes | bytearray, tool_call_ids: set[Any] | None = None
+    line: bytes | bytearray | list[bytes | bytearray], tool_call_ids: set[Any] | None = None
 ) -> SessionMessage | Exception:
     """Parse one JSON-RPC line; parse errors come back as values for the session.
 
     Args:
-        line: the line, without its newline.
+        line: the line without its newline, or a one-item list holding it (the list is
+            emptied, so the caller keeps no reference and the bytes are freed early).
         tool_call_ids: ids of ``tools/call`` requests in flight; a response to one of
             them has unknown content blocks replaced by notices (the id is removed).
     """
+    box = line if isinstance(line, list) else [line]
     try:
-        raw = _loads(line)
+        raw = _loads(box)
         if tool_call_ids and isinstance(raw, dict) and "result" in raw:
             request_id = raw.get("id")
             if isinstance(request_id, int | str) and request_id in tool_call_ids:
@@ -308,15 +318,15 @@ class StdioTransport:
                         break
                     lines = splitter.feed(chunk)
                     del chunk
+                    lines.reverse()
                     while lines:
-                        line = lines.pop(0)
-                        if len(line) > THREAD_PARSE_BYTES:
+                        box = [lines.pop()]
+                        if len(box[0]) > THREAD_PARSE_BYTES:
                             message = await anyio.to_thread.run_sync(
-                                parse_line, line, self._tool_call_ids
+                                parse_line, box, self._tool_call_ids
                             )
                         else:
-                            message = parse_line(line, self._tool_call_ids)
-                        del line
+                            message = parse_line(box, self._tool_call_ids)
                         await send.send(message)
                         del message
                 rest = splitter.finish()

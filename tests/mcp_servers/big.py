@@ -22,6 +22,9 @@ Tools:
 
 Resources: ``test://small`` (text) and ``test://big/{size}`` (a template). Prompts:
 ``greet(name)``.
+
+Options: ``--clash`` adds a tool named ``read_spill`` (to test the proxy's prefix);
+``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of stdio.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ TOOLS = [
     ),
     types.Tool(name="add_tool", description="Add a tool.", input_schema=_schema({})),
 ]
+if "--clash" in sys.argv:
+    TOOLS.append(types.Tool(name="read_spill", description="Clashes.", input_schema=_schema({})))
 EXTRA = types.Tool(name="extra", description="Added later.", input_schema=_schema({}))
 state: dict[str, bool] = {"extra": False}
 
@@ -174,8 +179,8 @@ async def call_tool(
         state["extra"] = True
         await ctx.session.send_tool_list_changed()
         return types.CallToolResult(content=[text("added")])
-    if name == "extra":
-        return types.CallToolResult(content=[text("extra called")])
+    if name in ("extra", "read_spill"):
+        return types.CallToolResult(content=[text(f"{name} called")])
     return types.CallToolResult(content=[text(f"unknown tool {name}")], is_error=True)
 
 
@@ -241,5 +246,15 @@ async def main() -> None:
         await server.run(read_stream, write_stream, options)
 
 
+def main_http(port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if "--http" in sys.argv:
+        main_http(int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        anyio.run(main)
