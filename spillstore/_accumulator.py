@@ -18,8 +18,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._pointer import Preview, plan_preview_bytes
-from spillstore._service import _Measure, _Prepared
+from spillstore._service import _SLACK, _Measure, _Prepared, _step_from_ends
 from spillstore._utf8 import encode
 
 if TYPE_CHECKING:
@@ -28,9 +27,6 @@ if TYPE_CHECKING:
     from spillstore._store import AsyncSpillWriter, SpillWriter
 
 __all__ = ["OutputAccumulator"]
-
-_SLACK = 4
-"""Extra bytes kept at each end so cuts can land on a character and line boundary."""
 
 
 class OutputAccumulator:
@@ -94,27 +90,15 @@ class OutputAccumulator:
         return ToolResult(content=(TextPart(text),), suffix=suffix, is_error=is_error)
 
     def _prepared(self, suffix: str | None, is_error: bool) -> _Prepared:
-        service = self._service
-        head_raw, tail_raw = self._head, bytes(self._tail)
-        counted = _Measure("unknown (the output could not be saved)", self._total, self._newlines)
-
-        def plan(head_room: int, tail_room: int, measured: _Measure) -> Preview:
-            return plan_preview_bytes(
-                head_raw,
-                tail_raw,
-                total_bytes=measured.total_bytes,
-                newlines=measured.newlines,
-                head_bytes=min(service.settings.head_bytes, head_room),
-                tail_bytes=min(service.settings.tail_bytes, tail_room),
-            )
-
-        return _Prepared(
+        return _step_from_ends(
+            self._service,
             result=ToolResult(content=(), is_error=is_error),
-            ends_with_newline=tail_raw.endswith(b"\n"),
-            plan=plan,
-            measure=lambda: counted,
-            shaped=None,
-            suffix=service._bounded_suffix(suffix or ""),
+            head_raw=self._head,
+            tail_raw=bytes(self._tail),
+            counted=_Measure(
+                "unknown (the output could not be saved)", self._total, self._newlines
+            ),
+            suffix=self._service._bounded_suffix(suffix or ""),
             others=[],
             notes=[],
             tool_name=self._tool_name,

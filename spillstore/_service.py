@@ -22,9 +22,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypedDict
+
+import anyio
 
 from spillstore._cap import PART_SEPARATOR, elide_middle, joined_text_size
 from spillstore._content import (
@@ -36,12 +40,14 @@ from spillstore._content import (
     TextPart,
     ToolResult,
 )
+from spillstore._errors import StoreError
 from spillstore._pointer import (
     Preview,
     Stored,
     count_newlines,
     line_count,
     plan_preview,
+    plan_preview_bytes,
     quote_name,
     render_pointer,
 )
@@ -163,7 +169,13 @@ class TruncationService:
 
         Never raises because of storage: if the store fails, the returned preview says
         the output was not saved. A plain ``str`` is wrapped in a :class:`ToolResult`.
+
+        A result with ``full_output_path`` names a file that holds the whole output (a
+        shell's log): the file is the output, its text parts are not measured, and an
+        oversized file is adopted by the store without a second copy.
         """
+        if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
+            return self._truncate_file(result, tool_name, tool_call_id)
         step = self._prepare(result, tool_name, tool_call_id)
         if isinstance(step, ToolResult):
             return step
@@ -184,6 +196,8 @@ class TruncationService:
         self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
     ) -> ToolResult:
         """Async twin of :meth:`truncate_for_model`, with the same decisions."""
+        if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
+            return await self._atruncate_file(result, tool_name, tool_call_id)
         step = self._prepare(result, tool_name, tool_call_id)
         if isinstance(step, ToolResult):
             return step
@@ -199,6 +213,100 @@ class TruncationService:
             log.warning("spillstore: could not save output of %s: %s", tool_name, exc)
             saved = exc
         return self._render(step, saved)
+
+    # --- a result whose output is a file -------------------------------------------
+
+    def _truncate_file(self, result: ToolResult, tool_name: str, tool_call_id: str) -> ToolResult:
+        path = result.full_output_path
+        assert path is not None
+        suffix, notes, others = self._file_parts(result)
+        try:
+            small = _read_if_small(path, self.settings.max_bytes)
+            if small is not None:
+                return self.truncate_for_model(
+                    _inline_file(result, small), tool_name=tool_name, tool_call_id=tool_call_id
+                )
+            meta = self.store.adopt(
+                path,
+                suffix=suffix or None,
+                media_notes=tuple(notes),
+                **self._spill_args(tool_name, tool_call_id),
+            )
+            (h0, h1), (t0, t1) = _end_ranges(meta, self.settings)
+            head_raw = self.store.read_bytes(meta.spill_id, h0, h1)
+            tail_raw = self.store.read_bytes(meta.spill_id, t0, t1)
+        except Exception as exc:
+            log.warning("spillstore: could not adopt %s: %s", path, exc)
+            return self.truncate_for_model(
+                _without_file(result, path, exc), tool_name=tool_name, tool_call_id=tool_call_id
+            )
+        step = _step_from_ends(
+            self,
+            result=dataclasses.replace(result, full_output_path=None),
+            head_raw=head_raw,
+            tail_raw=tail_raw,
+            counted=None,
+            suffix=suffix,
+            others=others,
+            notes=notes,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+        )
+        return self._render(step, meta)
+
+    async def _atruncate_file(
+        self, result: ToolResult, tool_name: str, tool_call_id: str
+    ) -> ToolResult:
+        path = result.full_output_path
+        assert path is not None
+        suffix, notes, others = self._file_parts(result)
+        try:
+            small = await anyio.to_thread.run_sync(_read_if_small, path, self.settings.max_bytes)
+            if small is not None:
+                return await self.atruncate_for_model(
+                    _inline_file(result, small), tool_name=tool_name, tool_call_id=tool_call_id
+                )
+            meta = await self.store.aadopt(
+                path,
+                suffix=suffix or None,
+                media_notes=tuple(notes),
+                **self._spill_args(tool_name, tool_call_id),
+            )
+            (h0, h1), (t0, t1) = _end_ranges(meta, self.settings)
+            head_raw = await self.store.aread_bytes(meta.spill_id, h0, h1)
+            tail_raw = await self.store.aread_bytes(meta.spill_id, t0, t1)
+        except Exception as exc:
+            log.warning("spillstore: could not adopt %s: %s", path, exc)
+            return await self.atruncate_for_model(
+                _without_file(result, path, exc), tool_name=tool_name, tool_call_id=tool_call_id
+            )
+        step = _step_from_ends(
+            self,
+            result=dataclasses.replace(result, full_output_path=None),
+            head_raw=head_raw,
+            tail_raw=tail_raw,
+            counted=None,
+            suffix=suffix,
+            others=others,
+            notes=notes,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+        )
+        return self._render(step, meta)
+
+    def _file_parts(self, result: ToolResult) -> tuple[str, list[str], list[Part]]:
+        """Suffix, notes and non-text parts of a file-backed result (its text is the file)."""
+        others: list[Part] = []
+        for part in result.content:
+            if isinstance(part, MediaPart) and part.kind not in self.deliverable_media:
+                others.append(TextPart(_dropped_notice(part)))
+            elif not isinstance(part, TextPart | EmbeddedText):
+                others.append(part)
+        notes = []
+        media = sum(isinstance(p, MediaPart | ResourceLink) for p in result.content)
+        if media:
+            notes.append(f"Only the text was saved; {media} media part(s) stay attached unchanged.")
+        return self._bounded_suffix(result.suffix or ""), notes, others
 
     def accumulator(self, *, tool_name: str, tool_call_id: str) -> OutputAccumulator:
         """Start streaming one tool's output through the service with bounded memory."""
@@ -468,4 +576,98 @@ def _info(
         path=stored.path,
         error=stored.reason,
         invalid_utf8=invalid,
+    )
+
+
+def _read_if_small(path: str, budget: int) -> str | None:
+    """The file's text when it is within ``budget`` bytes, else ``None`` (it must be adopted)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{path} is not a regular file")
+        if info.st_size > budget:
+            return None
+        data = os.read(fd, budget + 1)
+    finally:
+        os.close(fd)
+    return None if len(data) > budget else data.decode("utf-8", "replace")
+
+
+def _inline_file(result: ToolResult, text: str) -> ToolResult:
+    """A file-backed result whose file is small: the file's text becomes its text part."""
+    rest = [p for p in result.content if not isinstance(p, TextPart | EmbeddedText)]
+    return dataclasses.replace(result, content=(TextPart(text), *rest), full_output_path=None)
+
+
+def _without_file(result: ToolResult, path: str, exc: Exception) -> ToolResult:
+    """A file-backed result whose file could not be adopted: say so, keep what is inline."""
+    reason = f"{type(exc).__name__}: {exc}"[:300]
+    note = (
+        f"[spillstore] The tool's full output in {head(path, 500)} could not be saved"
+        f" ({reason}); only what it returned inline is shown."
+    )
+    suffix = note if not result.suffix else f"{note}\n{result.suffix}"
+    return dataclasses.replace(result, full_output_path=None, suffix=suffix)
+
+
+def _end_ranges(meta: SpillMeta, settings: Settings) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The stored byte ranges to read for the head and tail previews (with a little slack)."""
+    first_end = meta.stored_ranges[0][1] if meta.stored_ranges else 0
+    last_start = meta.stored_ranges[-1][0] if meta.stored_ranges else 0
+    total = meta.total_bytes
+    head_range = (0, min(first_end, settings.head_bytes + _SLACK))
+    tail_range = (max(last_start, total - settings.tail_bytes - _SLACK), total)
+    return head_range, tail_range
+
+
+_SLACK = 4
+"""Extra bytes read at each end so cuts can land on a character and line boundary."""
+
+
+def _step_from_ends(
+    service: TruncationService,
+    *,
+    result: ToolResult,
+    head_raw: bytes,
+    tail_raw: bytes,
+    counted: _Measure | None,
+    suffix: str,
+    others: list[Part],
+    notes: list[str],
+    tool_name: str,
+    tool_call_id: str,
+) -> _Prepared:
+    """An oversized output known only by its first and last bytes (a stream, a file).
+
+    ``counted`` is what the caller measured itself, used when nothing could be saved.
+    """
+    settings = service.settings
+
+    def plan(head_room: int, tail_room: int, measured: _Measure) -> Preview:
+        return plan_preview_bytes(
+            head_raw,
+            tail_raw,
+            total_bytes=measured.total_bytes,
+            newlines=measured.newlines,
+            head_bytes=min(settings.head_bytes, head_room),
+            tail_bytes=min(settings.tail_bytes, tail_room),
+        )
+
+    def measure() -> _Measure:
+        if counted is None:
+            raise RuntimeError("an adopted output is always measured by the store")
+        return counted
+
+    return _Prepared(
+        result=result,
+        ends_with_newline=tail_raw.endswith(b"\n"),
+        plan=plan,
+        measure=measure,
+        shaped=None,
+        suffix=suffix,
+        others=others,
+        notes=notes,
+        tool_name=tool_name,
+        tool_call_id=tool_call_id,
     )

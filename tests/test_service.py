@@ -312,3 +312,61 @@ def test_model_text_never_exceeds_budget_and_ranges_read_back(
     assert out.spill.total_bytes == len(data)
     for start, end in out.spill.elided_bytes:
         assert store.read_bytes(out.spill.spill_id, start, end) == data[start:end]  # type: ignore[arg-type]
+
+
+def _file_result(path: Path, **kwargs: object) -> ToolResult:
+    return ToolResult(content=(), full_output_path=str(path), **kwargs)  # type: ignore[arg-type]
+
+
+def test_full_output_file_is_adopted_and_previewed(tmp_path: Path) -> None:
+    """A tool's own log file becomes the spill; the preview and ranges come from it."""
+    log = tmp_path / "run.log"
+    output = _log(2_000)
+    log.write_text(output, encoding="utf-8")
+    store = LocalStore(tmp_path / "store")
+    out = _service(store).truncate_for_model(
+        _file_result(log, suffix="exit code 0"), tool_name="sh", tool_call_id="c"
+    )
+    info = out.spill
+    assert info is not None and info.saved == "full" and info.mode == "replace"
+    data = encode(output)
+    assert info.total_bytes == len(data) and info.total_lines == 2_000
+    assert info.sha256 == hashlib.sha256(data).hexdigest()
+    [(start, end)] = info.elided_bytes
+    assert store.read_bytes(info.spill_id or "", start, end) == data[start:end]
+    assert _text(out).endswith("--- end of preview ---\nexit code 0")
+    assert out.full_output_path is None
+
+
+def test_small_full_output_file_is_shown_inline(tmp_path: Path) -> None:
+    """A small output file is simply shown: its text becomes the result's text."""
+    log = tmp_path / "small.log"
+    log.write_text("all good\n", encoding="utf-8")
+    out = _service().truncate_for_model(_file_result(log), tool_name="t", tool_call_id="c")
+    assert _text(out) == "all good\n"
+    assert out.spill is None
+
+
+def test_missing_full_output_file_is_said(tmp_path: Path) -> None:
+    """A file that cannot be adopted is named with the reason; the inline text still shows."""
+    result = ToolResult(
+        content=(TextPart("partial inline output"),), full_output_path=str(tmp_path / "nope.log")
+    )
+    out = _service().truncate_for_model(result, tool_name="t", tool_call_id="c")
+    text = _text(out)
+    assert text.startswith("partial inline output\n[spillstore] The tool's full output in")
+    assert "could not be saved (FileNotFoundError" in text
+
+
+@pytest.mark.anyio
+async def test_async_file_mode_equals_sync(tmp_path: Path) -> None:
+    """The async shell adopts a file with the same result as the sync one."""
+    log = tmp_path / "run.log"
+    log.write_text(_log(2_000), encoding="utf-8")
+    sync = _service(LocalStore(tmp_path / "a")).truncate_for_model(
+        _file_result(log), tool_name="t", tool_call_id="c"
+    )
+    asynced = await _service(LocalStore(tmp_path / "a")).atruncate_for_model(
+        _file_result(log), tool_name="t", tool_call_id="c"
+    )
+    assert _text(asynced) == _text(sync)
