@@ -797,7 +797,8 @@ class SpillProxy:
 
 def _progress_forwarder(ctx: ServerRequestContext[Any]) -> Any:
     """A progress callback that forwards upstream progress to the downstream request."""
-    if (ctx.meta or {}).get("progressToken") is None:
+    meta: Mapping[str, Any] = ctx.meta or {}
+    if meta.get("progress_token", meta.get("progressToken")) is None:
         return None
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
