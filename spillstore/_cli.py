@@ -15,7 +15,9 @@ Commands (``spillstore COMMAND --help`` for every option)::
 
 Every command takes ``--dir`` (else ``SPILLSTORE_DIR``, else the user cache dir) and
 ``--session`` (else ``SPILLSTORE_SESSION``, else ``default``), before or after the command
-name; ``run``, ``ls``, ``show``, ``rm``, ``gc`` and ``clean`` take ``--json``.
+name; ``run``, ``ls``, ``show``, ``rm``, ``gc`` and ``clean`` take ``--json`` (also
+accepted before the command name; ``read``, ``grep`` and ``demo`` print text only and
+refuse it).
 
 ``run`` starts the command without a shell, with stdout and stderr on **one pipe**, so
 the saved output holds both, merged in exactly the order the command wrote them. It reads
@@ -41,6 +43,7 @@ JSON (``--json``) is one object with ``"version": 1``; fields are only ever adde
   "entries": [{"spill_id" (null for an orphan file), "session", "name", "bytes",
   "reason", "created_at", "created"}]}``, entries oldest first; ``reason`` is one of
   ``age``, ``total_bytes``, ``max_files``, ``orphan_temp``, ``session``.
+- ``rm``: ``{"version", "results": [{"spill_id", "removed"}, ...]}``
 - ``run``: ``{"version", "exit_code", "is_error", "text" (what the model sees),
   "spill": null | {"mode", "saved", "spill_id", "path", "total_bytes", "total_lines",
   "sha256", "stored_ranges", "elided_bytes", "elided_lines", "error", "invalid_utf8"}}``
@@ -175,6 +178,12 @@ def _root(
 def _globals(ctx: typer.Context) -> _Globals:
     root = ctx.find_root().obj
     return root if isinstance(root, _Globals) else _Globals()
+
+
+def _text_only(ctx: typer.Context) -> None:
+    """Refuse a global ``--json`` on a command that only prints text."""
+    if _globals(ctx).json:
+        _fail(f"{ctx.command_path} prints text only; it has no --json form", EXIT_USAGE)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -685,7 +694,7 @@ def _parse_read_hint(text: str) -> dict[str, Any] | None:
     bad = f'{text.strip()[:120]!r} is not a read call such as read_spill(spill="ID", offset=1)'
     try:
         node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         _fail(bad, EXIT_USAGE)
     if not isinstance(node, ast.Call) or node.args:
         _fail(bad, EXIT_USAGE)
@@ -695,7 +704,7 @@ def _parse_read_hint(text: str) -> dict[str, Any] | None:
             _fail(f"{bad}: unknown argument {keyword.arg!r}", EXIT_USAGE)
         try:
             value = ast.literal_eval(keyword.value)
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, RecursionError):
             _fail(f"{bad}: {keyword.arg} is not a literal", EXIT_USAGE)
         wanted: type = str if keyword.arg == "spill" else int
         if type(value) is not wanted:
@@ -730,16 +739,13 @@ def read(
         int | None,
         typer.Option(
             "--offset",
-            "-n",
             help="First line, 1-based; negative counts from the end.",
             show_default=False,
         ),
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option(
-            "--limit", "-l", help="Lines to show (1-2000). Default: 200.", show_default=False
-        ),
+        typer.Option("--limit", help="Lines to show (1-2000). Default: 200.", show_default=False),
     ] = None,
     byte_offset: Annotated[
         int | None,
@@ -761,6 +767,7 @@ def read(
     session: SessionOption = None,
 ) -> None:
     """Show a page of a spill: numbered lines, the exact range, and the next call."""
+    _text_only(ctx)
     args: dict[str, Any] = _parse_read_hint(spill) or {"spill": spill}
     options = {"offset": offset, "limit": limit, "byte_offset": byte_offset, "max_bytes": max_bytes}
     args.update({key: value for key, value in options.items() if value is not None})
@@ -802,7 +809,7 @@ def grep(
         bool, typer.Option("--count", "-c", help="Count matching lines per spill.")
     ] = False,
     spills: Annotated[
-        bool, typer.Option("--spills", "-s", help="List the spills that match.")
+        bool, typer.Option("--spills", "-l", help="List the spills that match.")
     ] = False,
     head_limit: Annotated[
         int,
@@ -815,6 +822,7 @@ def grep(
     session: SessionOption = None,
 ) -> None:
     """Search spills with RE2 (linear time): matching lines, counts or spills."""
+    _text_only(ctx)
     if count and spills:
         _fail("grep: --count and --spills cannot be combined", EXIT_USAGE)
     mode: Literal["content", "spills", "count"] = (
@@ -1141,8 +1149,9 @@ sys.exit(1)
 
 
 @app.command(short_help="See the whole idea in one command.")
-def demo() -> None:
+def demo(ctx: typer.Context) -> None:
     """Walk through the whole idea on a temporary store (removed afterwards)."""
+    _text_only(ctx)
     import re  # noqa: PLC0415
     import shutil  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
@@ -1229,11 +1238,16 @@ def main(argv: list[str] | None = None) -> None:
     """Run the command line and exit with its status; errors are one line on stderr."""
     from typer._click.exceptions import ClickException  # noqa: PLC0415
 
+    from spillstore._errors import ConfigError, SpillstoreError  # noqa: PLC0415
+
     try:
         status = app(args=argv, prog_name="spillstore", standalone_mode=False)
     except CliError as exc:
         _error_line(str(exc))
         sys.exit(exc.exit_code)
+    except SpillstoreError as exc:  # a store or settings error no command translated
+        _error_line(str(exc))
+        sys.exit(EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_FAILED)
     except ClickException as exc:
         where = getattr(getattr(exc, "ctx", None), "command_path", None) or "spillstore"
         _error_line(f"{exc.format_message()} (see '{where} --help')")

@@ -354,7 +354,7 @@ def test_grep_finds_the_needle_in_modes(log_spill: tuple[Path, str, str]) -> Non
     assert "31337:" in folded
     counted = cli(root, "grep", "INFO", spill_id, "--count").stdout.decode()
     assert "59999 matching lines" in counted
-    listed = cli(root, "grep", "-F", "café ☕", "--spills").stdout.decode()
+    listed = cli(root, "grep", "-F", "café ☕", "-l").stdout.decode()
     assert spill_id in listed
 
 
@@ -391,6 +391,8 @@ ERROR_CASES: list[tuple[Sequence[str], int, str]] = [
     (["ls", "--bogus"], 2, "--bogus"),
     (["--session", "../x", "ls"], 2, "--session"),
     (["no-such-command"], 2, "no-such-command"),
+    (["--json", "grep", "x"], 2, "no --json"),
+    (["read", "read_spill(spill=" + "[" * 5000 + ")"], 2, "not a read call"),
 ]
 
 

@@ -1,0 +1,240 @@
+"""Benchmark the ``spillstore`` command line: start-up, streaming speed and peak memory.
+
+Run:  .venv/bin/python benchmarks/bench_cli.py [--quick]
+
+Measures, on this machine, side by side in one run:
+  (1) start-up: ``spillstore --help`` (the installed console script) against
+      ``python -c pass``, ``python -c "import typer"`` and ``python -c "import spillstore"``,
+      interleaved round by round, median wall time. Target: --help <= 300 ms. Also timed:
+      the same ``--help`` from a copy of the package whose ``__init__`` imports its
+      exports lazily (PEP 562 ``__getattr__``), to show what that change would buy.
+  (2) where the start-up goes: the largest cumulative entries of
+      ``python -X importtime -m spillstore._cli --help``.
+  (3) ``spillstore run`` on a 1 GiB output (64 KiB writes from a Python child): wall time
+      and peak RSS against the floor (the same child piped into a reader that discards
+      64 KiB chunks) and against ``subprocess.run(capture_output=True)``. Peak RSS comes
+      from ``os.wait4`` on a child spawned by a small wrapper process, so no large
+      parent's high-water mark is carried through ``execve``; the wrapper alone (``python
+      -c pass``) is shown as the baseline.
+
+Prints the figures; they are copied by hand into the "## CLI (issue 6)" section of
+benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._timing import fmt, machine  # noqa: E402
+
+PYTHON = sys.executable
+SCRIPT = str(Path(PYTHON).with_name("spillstore"))
+GIB = 1 << 30
+BLOCK = 64 * 1024
+
+WRAPPER = """
+import json, os, sys
+argv = sys.argv[1:]
+actions = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+start = __import__("time").perf_counter()
+pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
+_, status, usage = os.wait4(pid, 0)
+wall = __import__("time").perf_counter() - start
+print(json.dumps({"wall": wall, "maxrss_kib": usage.ru_maxrss,
+                  "exit": os.waitstatus_to_exitcode(status)}))
+"""
+
+DISCARD = """
+import os, sys
+read = os.read
+while read(0, 65536):
+    pass
+"""
+
+CAPTURE = """
+import subprocess, sys
+subprocess.run(sys.argv[1:], capture_output=True, check=True)
+"""
+
+
+def _generator(total: int) -> list[str]:
+    code = (
+        "import sys\n"
+        "block = (b'x' * 1023 + b'\\n') * 64\n"
+        "write = sys.stdout.buffer.write\n"
+        f"for _ in range({total // BLOCK}):\n"
+        "    write(block)\n"
+    )
+    return [PYTHON, "-c", code]
+
+
+def _wall(argv: Sequence[str], cwd: str | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, cwd=cwd)
+    return time.perf_counter() - start
+
+
+def _lazy_copy(directory: Path) -> Path:
+    """Copy the package with an ``__init__`` that imports its exports on first use."""
+    target = directory / "spillstore"
+    shutil.copytree(ROOT / "spillstore", target, ignore=shutil.ignore_patterns("__pycache__"))
+    tree = ast.parse((ROOT / "spillstore" / "__init__.py").read_text(encoding="utf-8"))
+    lazy: dict[str, str] = {}
+    keep: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("spill"):
+            lazy.update({alias.asname or alias.name: node.module for alias in node.names})
+        elif isinstance(node, ast.Assign):
+            keep.append(ast.unparse(node))
+    (target / "__init__.py").write_text(
+        '"""spillstore with lazy exports (benchmark copy)."""\n'
+        "import importlib\n"
+        f"_LAZY = {lazy!r}\n" + "\n".join(keep) + "\n\n"
+        "def __getattr__(name):\n"
+        "    module = _LAZY.get(name)\n"
+        "    if module is None:\n"
+        "        raise AttributeError(name)\n"
+        "    value = getattr(importlib.import_module(module), name)\n"
+        "    globals()[name] = value\n"
+        "    return value\n",
+        encoding="utf-8",
+    )
+    return directory
+
+
+def startup(rounds: int) -> dict[str, float]:
+    """Median wall time of each start-up, interleaved round by round."""
+    with tempfile.TemporaryDirectory() as tmp:
+        lazy_root = str(_lazy_copy(Path(tmp)))
+        check = subprocess.run(
+            [PYTHON, "-c", "import spillstore; print(spillstore.__file__)"],
+            capture_output=True,
+            text=True,
+            cwd=lazy_root,
+            check=True,
+        )
+        assert check.stdout.startswith(lazy_root), check.stdout
+        cases: dict[str, tuple[list[str], str | None]] = {
+            "python -c pass": ([PYTHON, "-c", "pass"], None),
+            'python -c "import typer"': ([PYTHON, "-c", "import typer"], None),
+            'python -c "import spillstore"': ([PYTHON, "-c", "import spillstore"], None),
+            "spillstore --help": ([SCRIPT, "--help"], None),
+            "spillstore --help, lazy __init__": (
+                [PYTHON, "-m", "spillstore._cli", "--help"],
+                lazy_root,
+            ),
+        }
+        for argv, cwd in cases.values():  # warm the caches (pyc, page cache)
+            _wall(argv, cwd)
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, (argv, cwd) in cases.items():
+                samples[name].append(_wall(argv, cwd))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def importtime(top: int) -> list[tuple[str, int]]:
+    """The largest cumulative import times (us) of ``spillstore --help``."""
+    result = subprocess.run(
+        [PYTHON, "-X", "importtime", "-m", "spillstore._cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    entries: list[tuple[str, int]] = []
+    for line in result.stderr.splitlines():
+        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)", line)
+        if match and len(match.group(2)) <= 8:  # four levels deep
+            entries.append((match.group(2) + match.group(3), int(match.group(1))))
+    return sorted(entries, key=lambda e: -e[1])[:top]
+
+
+def _measured(argv: Sequence[str], env: dict[str, str]) -> dict[str, float]:
+    out = subprocess.run(
+        [PYTHON, "-c", WRAPPER, *argv], capture_output=True, text=True, env=env, check=True
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    assert result["exit"] == 0, out.stderr
+    return result
+
+
+def streaming(total: int, rounds: int) -> dict[str, dict[str, float]]:
+    """Wall time and peak RSS of each way of taking a ``total``-byte output."""
+    gen = _generator(total)
+    shell_floor = f"{shlex.join(gen)} | {shlex.join([PYTHON, '-c', DISCARD])}"
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "SPILLSTORE_DIR": str(Path(tmp) / "store")}
+        cases: dict[str, list[str]] = {
+            "wrapper alone (python -c pass)": [PYTHON, "-c", "pass"],
+            "floor: pipe read in 64 KiB chunks, discarded": ["/bin/sh", "-c", shell_floor],
+            "spillstore run (retention 10 MiB)": [SCRIPT, "run", "--", *gen],
+            "subprocess.run(capture_output=True)": [PYTHON, "-c", CAPTURE, *gen],
+        }
+        samples: dict[str, list[dict[str, float]]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, argv in cases.items():
+                samples[name].append(_measured(argv, env))
+                shutil.rmtree(Path(tmp) / "store", ignore_errors=True)
+    return {
+        name: {
+            "wall": statistics.median(s["wall"] for s in runs),
+            "maxrss_kib": max(s["maxrss_kib"] for s in runs),
+        }
+        for name, runs in samples.items()
+    }
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    print(f"machine: {machine()}")
+    print(f"date: {time.strftime('%Y-%m-%d')}")
+    rounds = 5 if quick else 15
+    times = startup(rounds)
+    base = times["python -c pass"]
+    print(f"\n(1) start-up, median of {rounds} interleaved rounds")
+    for name, seconds in times.items():
+        extra = "" if name == "python -c pass" else f"  (+{fmt(seconds - base)} over pass)"
+        target = ""
+        if name.startswith("spillstore --help"):
+            target = "  ok (<= 300 ms)" if seconds <= 0.300 else "  OVER 300 ms"
+        print(f"  {name:<36} {fmt(seconds):>10}{extra}{target}")
+
+    print("\n(2) python -X importtime -m spillstore._cli --help: largest cumulative imports")
+    for name, micros in importtime(16):
+        print(f"  {micros / 1000:8.1f} ms  {name}")
+
+    total = (256 << 20) if quick else GIB
+    stream_rounds = 1 if quick else 3
+    print(
+        f"\n(3) a {total:,}-byte output (64 KiB writes), median wall of {stream_rounds}, "
+        "max peak RSS"
+    )
+    figures = streaming(total, stream_rounds)
+    floor = figures["floor: pipe read in 64 KiB chunks, discarded"]["wall"]
+    for name, fig in figures.items():
+        ratio = f"{fig['wall'] / floor:5.2f}x floor" if "wrapper" not in name else ""
+        rate = f"{total / fig['wall'] / 1e9:5.2f} GB/s" if "wrapper" not in name else ""
+        print(
+            f"  {name:<46} {fmt(fig['wall']):>10} {rate:>10} {ratio:>12}"
+            f"   peak RSS {fig['maxrss_kib'] / 1024:7.1f} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()
