@@ -15,6 +15,7 @@ import pytest
 from spillstore._local import LocalStore
 from spillstore._memory import MemoryStore
 from spillstore._store import Store
+from tests.s3_fixtures import make_s3_store
 
 
 class FakeClock:
@@ -41,7 +42,11 @@ def _local(tmp_path: Path, **kwargs: object) -> Store:
     return LocalStore(tmp_path / "spills", **kwargs)  # type: ignore[arg-type]
 
 
-BACKENDS: dict[str, Callable[..., Store]] = {"memory": _memory, "local": _local}
+BACKENDS: dict[str, Callable[..., Store]] = {
+    "memory": _memory,
+    "local": _local,
+    "s3": make_s3_store,
+}
 
 
 @pytest.fixture
