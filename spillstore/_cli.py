@@ -395,13 +395,16 @@ class _Progress:
         elif now - self._last < PROGRESS_INTERVAL_SECONDS:
             return
         self._last = now
-        self._live.update(self._line(now - self._started), refresh=True)
+        from rich.text import Text  # noqa: PLC0415
+
+        line = Text(self._line(now - self._started), no_wrap=True, overflow="ellipsis")
+        self._live.update(line, refresh=True)
 
     def _line(self, elapsed: float) -> str:
         seen = self._accumulator.total_bytes
         cap = self._retention_bytes
         kept = seen if cap is None else min(seen, cap)
-        capped = " (retention cap: first and last bytes)" if cap is not None and seen > cap else ""
+        capped = " (retention cap)" if cap is not None and seen > cap else ""
         return f"spillstore: {_human(seen)} seen, {_human(kept)} spilled{capped}, {elapsed:.1f} s"
 
     def close(self) -> None:
