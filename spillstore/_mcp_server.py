@@ -13,9 +13,9 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-from mcp.server.stdio import stdio_server
 
 from spillstore._content import TextPart, ToolResult
+from spillstore._mcp_stdio import stdio_streams
 from spillstore._tools import SpillTools
 
 __all__ = ["READ_ONLY", "mcp_result", "serve_stdio", "spill_server", "spill_tool_definitions"]
@@ -94,6 +94,10 @@ def spill_server(tools: SpillTools, *, name: str = "spillstore", version: str = 
 
 
 async def serve_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` over this process's stdin/stdout until stdin closes."""
-    async with stdio_server() as (read_stream, write_stream):
+    """Serve ``server`` over this process's stdin/stdout until stdin closes.
+
+    Uses :func:`~spillstore._mcp_stdio.stdio_streams` (no worker thread per message)
+    rather than the SDK's ``stdio_server``.
+    """
+    async with stdio_streams() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
