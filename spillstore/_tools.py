@@ -52,9 +52,12 @@ import functools
 import json
 import logging
 import mmap
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -82,12 +85,12 @@ from spillstore._errors import (
 )
 from spillstore._grep import (
     Haystack,
-    Hit,
     Matcher,
     Refusal,
     compile_pattern,
     count_matching_lines,
     iter_hits,
+    render_plain,
 )
 from spillstore._meta import (
     LineIndex,
@@ -164,6 +167,9 @@ _MIN_LINE_ROOM = 16
 
 _NOTE_BYTES = 160
 """An upper bound of a Grep note's size, spill ids excluded."""
+
+META_CACHE_SIZE = 256
+"""Spill metadata kept by Read (ids are content-derived: metadata never changes)."""
 
 SCHEMA_SHAPES = ("openai", "anthropic")
 
@@ -482,6 +488,8 @@ class SpillTools:
         self.max_column_bytes = max_column_bytes
         self.cross_session = cross_session
         self.names = _Names(read=read_name, grep=grep_name, list=list_name)
+        self._metas: dict[str, SpillMeta] = {}
+        self._metas_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SpillTools({self.store!r}, session={self.session!r})"
@@ -767,23 +775,39 @@ class SpillTools:
 
     # ----------------------------------------------------------------- resolving
 
-    def _meta(self, spill: str) -> SpillMeta:
-        """Return the metadata of the spill named by id or path, in an allowed session."""
+    def _meta(self, spill: str, *, cached: bool = False) -> SpillMeta:
+        """Return the metadata of the spill named by id or path, in an allowed session.
+
+        With ``cached``, metadata seen before is reused (Read: it saves one sidecar
+        read per page; every store read checks the spill still exists).
+        """
         if "\x00" in spill:
             raise Refusal(
                 "refused: a spill id or path never contains a NUL byte; call "
                 f"{self.names.list} to see the spills"
             )
         spill_id = spill if is_spill_id(spill) else self.store.resolve(spill)
+        if cached:
+            with self._metas_lock:
+                meta = self._metas.get(spill_id)
+            if meta is not None:
+                return meta
         meta = self.store.stat(spill_id)
         if not self.cross_session and meta.session != self.session:
             raise SpillNotFound(f"no spill with id {spill_id}", spill_id=spill_id)
+        if meta.total_bytes:
+            # Ids are content-derived, so a spill's metadata never changes; an expired
+            # spill is still noticed, by the read that follows (it stats again).
+            with self._metas_lock:
+                self._metas[spill_id] = meta
+                while len(self._metas) > META_CACHE_SIZE:
+                    self._metas.pop(next(iter(self._metas)))
         return meta
 
     # ----------------------------------------------------------------- Read
 
     def _read(self, args: ReadArgs) -> str:
-        meta = self._meta(args.spill)
+        meta = self._meta(args.spill, cached=True)
         if meta.total_bytes == 0:
             return f"spill {meta.spill_id}: empty output (0 bytes, 0 lines)\nend of output"
         if args.byte_offset is not None:
@@ -1178,6 +1202,35 @@ class _LinePager:
             end = line_end + (1 if line_end < meta.total_bytes else 0)
         return prefix + text + marker, cut, end
 
+    def _bulk(
+        self, page: LinePage, pieces: Sequence[bytes], room: int, remaining: int
+    ) -> tuple[builtins.list[str], int, int] | None:
+        """Render the leading short, whole, valid UTF-8 lines of a page in one go.
+
+        The common case (a page of ordinary lines) costs one decode and one f-string a
+        line. Returns the rendered lines, how many, and their size with newlines; None
+        when the first line needs the careful path (long, cut, invalid, no room).
+        """
+        count = min(len(pieces) - (1 if page.last_line_partial else 0), remaining)
+        if count <= 0:
+            return None
+        cap = self.tools.max_line_bytes
+        sizes = [len(piece) for piece in pieces[:count]]
+        if max(sizes) > cap:
+            count = next(i for i, size in enumerate(sizes) if size > cap)
+        extra = self.width + 2  # the number, a tab and a newline
+        fitting = bisect_right(list(accumulate(size + extra for size in sizes[:count])), room)
+        if fitting == 0:
+            return None
+        end = sum(sizes[:fitting]) + fitting - 1
+        try:
+            lines = page.data[:end].decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            return None
+        width = self.width
+        texts = [f"{n:>{width}}\t{line}" for n, line in enumerate(lines, page.first_line)]
+        return texts, fitting, end + 1 + fitting * (extra - 1)
+
     def render(self, notes: list[str]) -> str:
         tools, meta, args = self.tools, self.meta, self.args
         spill = meta.spill_id
@@ -1215,7 +1268,22 @@ class _LinePager:
             if page.data.endswith(b"\n"):
                 pieces.pop()
             position = page.start_byte
-            for i, raw in enumerate(pieces):
+            done = 0
+            if args.max_bytes is None:
+                bulk = self._bulk(page, pieces, budget - used, remaining)
+                if bulk is not None:
+                    texts, done, size = bulk
+                    body.extend(texts)
+                    used += size
+                    if shown_first is None:
+                        shown_first, start_byte = page.first_line, position
+                    position += sum(map(len, pieces[:done])) + done
+                    shown_last = page.first_line + done - 1
+                    end_byte = min(position, meta.total_bytes)
+                    remaining -= done
+                    if remaining == 0:
+                        break
+            for i, raw in enumerate(pieces[done:], done):
                 number = page.first_line + i
                 complete = i < len(pieces) - 1 or not page.last_line_partial
                 entry = self._entry(
@@ -1473,30 +1541,63 @@ class _Search:
         return self._finish(head, body, tail)
 
     def _content(self) -> str:
+        """Content mode; a spill whose bytes are not all valid UTF-8 is rendered lossily."""
+        text = self._content_pass(lossy=any(meta.invalid_utf8 for meta in self.metas))
+        if text is None:  # metadata said valid UTF-8 and was wrong: render it safely
+            self.unsearched.clear()
+            text = self._content_pass(lossy=True)
+        assert text is not None
+        return text
+
+    def _content_pass(self, *, lossy: bool) -> str | None:
         tools, args = self.tools, self.args
         writer = _ContentWriter(
             budget=tools.max_page_bytes - self._overhead(),
             column_bytes=tools.max_column_bytes,
             before=self.before,
             after=self.after,
+            lossy=lossy,
         )
         skip = args.offset
+        limit = self.limit
         seen = 0
         more = False
+        plain = not (self.before or self.after or lossy)
         for meta, stacks, index in self._each():
             prefix = b"" if self.single else meta.spill_id.encode("ascii")
             for hay in stacks:
-                writer.start(hay, prefix)
+                add = writer.start(hay, prefix)
+                if plain:
+                    found, shown, used, more = render_plain(
+                        hay,
+                        self.matcher,
+                        index,
+                        head=prefix + b":" if prefix else b"",
+                        column_bytes=writer.column_bytes,
+                        skip=max(0, skip - seen),
+                        limit=None if limit is None else limit - writer.hits,
+                        budget=writer.budget - writer.used,
+                        pieces=writer.pieces,
+                        long_line=writer.long_line,
+                    )
+                    seen += found
+                    writer.hits += shown
+                    writer.used += used
+                    if more:
+                        break
+                    continue
                 stop_at: int | None = None
-                for hit in iter_hits(hay, self.matcher, index):
+                for line, line_start, line_end, match_start, _ in iter_hits(
+                    hay, self.matcher, index
+                ):
                     seen += 1
                     if seen <= skip:
                         continue
-                    if self.limit is not None and writer.hits >= self.limit:
+                    if limit is not None and writer.hits >= limit:
                         more = True
-                        stop_at = hit.line_start
+                        stop_at = line_start
                         break
-                    if not writer.add(hit):
+                    if not add(line, line_start, line_end, match_start):
                         more = True
                         break
                 writer.end(stop_at)
@@ -1504,6 +1605,10 @@ class _Search:
                     break
             if more:
                 break
+        try:
+            body = writer.text()
+        except UnicodeDecodeError:
+            return None
         shown = writer.hits
         if shown:
             head = f"{self._title()}: matching lines {skip + 1}-{skip + shown}" + (
@@ -1514,23 +1619,32 @@ class _Search:
         else:
             head = f"{self._title()}: no matching lines after offset {skip} ({seen} in all)"
         tail = f"-- more results: call {self._again(skip + shown)} --" if more else "end of results"
-        return self._finish(head, writer.text(), tail)
+        return "\n".join([head, *self._gap_notes(), body + tail])
 
 
 class _ContentWriter:
-    """Renders matching lines (and context) of Grep's content mode within a byte budget."""
+    """Renders matching lines (and context) of Grep's content mode within a byte budget.
 
-    def __init__(self, *, budget: int, column_bytes: int, before: int, after: int) -> None:
+    Lines are kept as UTF-8 ``bytes`` and decoded once at the end: the plain case (no
+    context, line within the column cap) is one ``%``-format of a buffer slice per hit.
+    With ``lossy`` every line is decoded with U+FFFD for invalid bytes and re-encoded,
+    so the budget counts exactly what the model will see.
+    """
+
+    def __init__(
+        self, *, budget: int, column_bytes: int, before: int, after: int, lossy: bool
+    ) -> None:
         self.budget = budget
         self.column_bytes = column_bytes
         self.before = before
         self.after = after
-        self.pieces: list[str] = []
+        self.lossy = lossy
+        self.pieces: list[bytes] = []
         self.used = 0
         self.hits = 0
         self.full = False
         self.printed_any = False
-        # per haystack
+        # per stored range
         self.hay: Haystack | None = None
         self.prefix = b""
         self.printed_end = -1
@@ -1538,59 +1652,69 @@ class _ContentWriter:
         self.after_left = 0
         self.after_line = 0
 
-    def start(self, hay: Haystack, prefix: bytes) -> None:
-        """Begin a stored range; ``prefix`` (a spill id, or empty) starts each line."""
+    def start(self, hay: Haystack, prefix: bytes) -> Callable[[int, int, int, int], bool]:
+        """Begin a stored range; return the function that adds one matching line.
+
+        ``prefix`` (a spill id, or empty for a single spill) starts every line.
+        """
         self.hay = hay
         self.prefix = prefix
         self.printed_end = -1
         self.after_pos = -1
         self.after_left = 0
         self.after_line = 0
+        return self.add
 
-    def text(self) -> list[str]:
-        return self.pieces
+    def long_line(self, line: int, line_start: int, line_end: int, match_start: int) -> bytes:
+        """Render a matching line over the column cap (for the plain fast path)."""
+        return self._render(line, line_start, line_end, b":", match_start)
 
-    def _emit(self, line: str) -> bool:
-        size = _size(line) + 1
-        if self.used + size > self.budget:
+    def text(self) -> str:
+        """The rendered lines, each ending with a newline.
+
+        Raises:
+            UnicodeDecodeError: a line was not valid UTF-8 although not rendered lossily.
+        """
+        return b"".join(self.pieces).decode("utf-8")
+
+    def _emit(self, piece: bytes) -> bool:
+        if self.lossy:
+            piece = piece.decode("utf-8", "replace").encode("utf-8")
+        if self.used + len(piece) > self.budget:
             self.full = True
             return False
-        self.pieces.append(line)
-        self.used += size
+        self.pieces.append(piece)
+        self.used += len(piece)
         return True
 
-    def _render(self, number: int, start: int, end: int, sep: bytes, hit: Hit | None) -> str:
+    def _render(self, number: int, start: int, end: int, sep: bytes, match: int | None) -> bytes:
+        """One line (``sep`` is ``b":"`` for a match, ``b"-"`` for context), newline included.
+
+        A line over the column cap shows a window around the match (or its start), with
+        the bytes cut on each side and, for a match, its original byte offset.
+        """
         hay = self.hay
         assert hay is not None
         buf = hay.buf
         head = (self.prefix + sep if self.prefix else b"") + b"%d" % number + sep
         size = end - start
         if size <= self.column_bytes:
-            raw = buf[start:end]
-            suffix = ""
-        else:
-            anchor = hit.match_start if hit is not None else start
-            window_start = max(start, anchor - self.column_bytes // 4)
-            chunk = buf[window_start : min(end, window_start + self.column_bytes + 4)]
-            skip = 0
-            while skip < min(3, len(chunk)) and _is_continuation(chunk[skip]):
-                skip += 1
-            chunk = chunk[skip:]
-            window_start += skip
-            cut = _char_cut(chunk, self.column_bytes)
-            raw = chunk[:cut]
-            left = window_start - start
-            right = end - (window_start + cut)
-            origin = hay.origin - hay.lo
-            where = f"; match at byte {hit.match_start + origin}" if hit is not None else ""
-            prefix_note = f"[... {left} bytes] " if left else ""
-            head += prefix_note.encode()
-            suffix = f" [... {right} more bytes; line of {size} bytes{where}]"
-        body = head + raw
-        try:
-            return body.decode("utf-8") + suffix
-        except UnicodeDecodeError:
-            return body.decode("utf-8", "replace") + suffix
+            return head + buf[start:end] + b"\n"
+        anchor = start if match is None else match
+        window_start = max(start, anchor - self.column_bytes // 4)
+        chunk = buf[window_start : min(end, window_start + self.column_bytes + 4)]
+        skip = 0
+        while skip < min(3, len(chunk)) and _is_continuation(chunk[skip]):
+            skip += 1
+        chunk = chunk[skip:]
+        window_start += skip
+        cut = _char_cut(chunk, self.column_bytes)
+        left = window_start - start
+        right = end - (window_start + cut)
+        where = "" if match is None else f"; match at byte {match + hay.origin - hay.lo}"
+        opening = f"[... {left} bytes] ".encode() if left else b""
+        closing = f" [... {right} more bytes; line of {size} bytes{where}]\n".encode()
+        return head + opening + chunk[:cut] + closing
 
     def _flush_after(self, limit: int) -> bool:
         """Print owed after-context lines that start before physical ``limit``."""
@@ -1608,27 +1732,20 @@ class _ContentWriter:
             self.printed_end = self.after_pos
         return True
 
-    def add(self, hit: Hit) -> bool:
+    def add(self, line: int, line_start: int, line_end: int, match_start: int) -> bool:
         """Print one matching line with its context; False when the page is full."""
         hay = self.hay
         assert hay is not None
-        if self.before == 0 and self.after == 0:
-            line = self._render(
-                hit.line,
-                hit.line_start,
-                hit.line_end,
-                b":",
-                None if hit.line_end - hit.line_start <= self.column_bytes else hit,
-            )
-            if not self._emit(line):
+        if not self.before and not self.after:
+            if not self._emit(self._render(line, line_start, line_end, b":", match_start)):
                 return False
             self.hits += 1
             return True
-        if not self._flush_after(hit.line_start):
+        if not self._flush_after(line_start):
             return False
         floor = max(hay.lo, self.printed_end)
         starts: list[int] = []
-        position = hit.line_start
+        position = line_start
         for _ in range(self.before):
             if position <= floor:
                 break
@@ -1638,23 +1755,22 @@ class _ContentWriter:
                 break
             starts.append(position)
         starts.reverse()
-        first_start = starts[0] if starts else hit.line_start
-        if self.printed_any and first_start != self.printed_end and not self._emit("--"):
+        first_start = starts[0] if starts else line_start
+        if self.printed_any and first_start != self.printed_end and not self._emit(b"--\n"):
             return False
         for k, start in enumerate(starts):
-            end = hay.buf.find(b"\n", start, hit.line_start)
-            number = hit.line - (len(starts) - k)
+            end = hay.buf.find(b"\n", start, line_start)
+            number = line - (len(starts) - k)
             if not self._emit(self._render(number, start, end, b"-", None)):
                 return False
-        line = self._render(hit.line, hit.line_start, hit.line_end, b":", hit)
-        if not self._emit(line):
+        if not self._emit(self._render(line, line_start, line_end, b":", match_start)):
             return False
         self.hits += 1
         self.printed_any = True
-        self.printed_end = hit.line_end + 1
-        self.after_pos = hit.line_end + 1
+        self.printed_end = line_end + 1
+        self.after_pos = line_end + 1
         self.after_left = self.after
-        self.after_line = hit.line
+        self.after_line = line
         return True
 
     def end(self, before: int | None = None) -> None:

@@ -397,3 +397,22 @@ def test_regex_hits_match_a_reference_engine(
         position = max(line_end + 1, match.end())
     found = [n for _, n, _ in hits(text)]
     assert found == expected[: len(found)]
+
+
+@settings(max_examples=100)
+@given(
+    gaps=st.lists(st.integers(0, 5000), min_size=1, max_size=40),
+    ignore_case=st.booleans(),
+)
+def test_literal_engines_agree_across_sparse_and_dense_hits(
+    gaps: list[int], ignore_case: bool
+) -> None:
+    """Hits separated by short and long gaps (find vs RE2 scanning) match brute force."""
+    data = b"".join(b"x" * gap + b"\nNeedle here\n" for gap in gaps)
+    spill = put(_MEMORY, data)
+    tools = SpillTools(_MEMORY, max_page_bytes=1 << 20)
+    pattern = "needle" if ignore_case else "Needle"
+    text = text_of(tools.grep(pattern, spill, head_limit=0, ignore_case=ignore_case))
+    assert [n for _, n, _ in hits(text)] == brute_lines(data, b"Needle")
+    count = text_of(tools.grep(pattern, spill, output_mode="count", ignore_case=ignore_case))
+    assert f": {len(gaps)} matching lines" in count

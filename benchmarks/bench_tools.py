@@ -1,0 +1,355 @@
+"""Benchmark the recovery tools against GNU grep, side by side in one run.
+
+Run:  .venv/bin/python benchmarks/bench_tools.py [--quick] [--no-record] [--dir DIR]
+
+On the same 100 MiB log-like output, stored in a LocalStore (retention off) and as a
+plain file, timed in interleaved rounds (median of each, ratio = tool / grep):
+
+  (1) grep_spill on a rare literal         vs  grep -n LITERAL        target <= 1.0x
+  (2) grep_spill on a rare regex           vs  grep -nE REGEX         target <= 1.0x
+      (and one regex with no literal prefix, reported without a target)
+  (3) grep_spill on a common word, default head_limit (100)
+                                           vs  grep -n WORD (all output drained)
+                                                                      target <= 1.0x
+      (also shown: grep -n -m 100, which stops early like head_limit does)
+  (4) every match of the common word (~35,000 lines), head_limit=0 (unlimited) and a
+      page cap large enough to hold them all
+                                           vs  grep -n WORD           target <= 2.0x
+  (5) output_mode="count" on the common word  vs  grep -c WORD        target <= 1.0x
+
+Then (6) the ReDoS corpus over 100 KB, each <= 50 ms, and (7) read_spill at line
+5,000,001 of a 1 GiB spill, median <= 200 us (the page holds as many lines as the
+16,000-byte cap allows). grep's output goes to a pipe this process drains (GNU grep
+stops early when its output is /dev/null, which would not be a fair baseline).
+
+The figures are written to the "## Recovery tools (issue 5)" section of
+benchmarks/RESULTS.md (that section only is replaced; other sections are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._timing import fmt, machine, side_by_side  # noqa: E402
+from spillstore._local import LocalStore  # noqa: E402
+from spillstore._tools import SpillTools  # noqa: E402
+
+MIB = 1 << 20
+GIB = 1 << 30
+RARE = "NEEDLE-7f3a9c"
+RARE_REGEX = r"NEEDLE-[0-9a-f]+ conn"
+NO_PREFIX_REGEX = r"[0-9]+ ms NEEDLE"
+WORD = "timeout"
+SESSION = "bench"
+HEADING = "## Recovery tools (issue 5)"
+
+
+def log_data(size: int, word_every: int = 45, seed: int = 7) -> bytes:
+    """A log-like output of ``size`` bytes: ~1/45 of lines hold WORD, one holds RARE."""
+    import random
+
+    rnd = random.Random(seed)
+    levels = [b"INFO", b"DEBUG", b"WARN", b"INFO", b"INFO", b"DEBUG"]
+    parts = [b"http.server", b"db.pool", b"scheduler", b"cache", b"auth", b"worker.%d"]
+    messages = [
+        b"request handled in %d ms",
+        b"connection opened id=%d",
+        b"job %d queued",
+        b"cache miss key=user:%d",
+        b"token refreshed for uid %d",
+        b"heartbeat seq=%d",
+        b"processed batch of %d records",
+        b"gc pause %d us",
+    ]
+    pool = []
+    for k in range(8192):
+        part = rnd.choice(parts)
+        if b"%d" in part:
+            part = part % rnd.randrange(16)
+        message = rnd.choice(messages) % rnd.randrange(100_000)
+        if k % word_every == 0:
+            message += b" after " + WORD.encode()
+        pool.append(
+            b"2026-11-29T12:%02d:%02d.%03dZ %s [%s] %s\n"
+            % (
+                rnd.randrange(60),
+                rnd.randrange(60),
+                rnd.randrange(1000),
+                rnd.choice(levels),
+                part,
+                message,
+            )
+        )
+    block = b"".join(pool)
+    data = bytearray(block * (size // len(block) + 1))
+    del data[size:]
+    at = data.rfind(b"\n", 0, len(data) * 3 // 5) + 1
+    data[at:at] = b"ERROR [db.pool] " + RARE.encode() + b" connection reset by peer\n"
+    del data[size:]
+    data[-1:] = b"\n"
+    return bytes(data)
+
+
+def run_grep(*args: str) -> Callable[[], int]:
+    """A baseline: GNU grep with its output drained from a pipe; returns bytes read."""
+
+    def call() -> int:
+        done = subprocess.run(["grep", *args], stdout=subprocess.PIPE, check=False)
+        assert done.returncode in (0, 1), done.returncode
+        return len(done.stdout)
+
+    return call
+
+
+def row(name: str, seconds: float, base: float, target: float | None) -> str:
+    """One table row: name, median, ratio, verdict."""
+    ratio = seconds / base
+    if target is None:
+        verdict = "(no target)"
+    else:
+        verdict = "ok" if ratio <= target else f"MISSED (target {target:.1f}x)"
+    return f"| {name} | {fmt(seconds)} | {ratio:.2f}x | {verdict} |"
+
+
+def bench_grep(directory: Path, size: int, rounds: int, out: list[str]) -> None:
+    """Sections (1)-(5): grep_spill vs GNU grep on the same bytes."""
+    data = log_data(size)
+    plain = directory / "plain.log"
+    plain.write_bytes(data)
+    store = LocalStore(directory / "store", retention_bytes=None)
+    meta = store.put(data, session=SESSION, tool_name="bash", tool_call_id="bench")
+    spill = meta.spill_id
+    word_lines = data.count(WORD.encode())
+    del data
+    tools = SpillTools(store, session=SESSION)
+    unlimited = SpillTools(store, session=SESSION, max_page_bytes=1 << 30)
+
+    # Correctness first: the same hits as grep.
+    expected = subprocess.run(
+        ["grep", "-n", WORD, str(plain)], stdout=subprocess.PIPE, check=True
+    ).stdout.decode()
+    every = unlimited.grep(WORD, spill, head_limit=0)
+    got = every.content[0].text.split("\n")[1:-1]  # type: ignore[union-attr]
+    assert got == expected.rstrip("\n").split("\n"), "grep_spill differs from grep -n"
+    count = tools.grep(WORD, spill, output_mode="count").content[0].text  # type: ignore[union-attr]
+    assert f": {len(got)} matching lines" in count
+    rare = tools.grep(RARE, spill).content[0].text  # type: ignore[union-attr]
+    assert RARE in rare
+
+    file = str(plain)
+    cases: list[tuple[str, dict[str, Callable[[], object]], str, float | None, list[str]]] = [
+        (
+            f"(1) rare literal {RARE!r}",
+            {"grep": run_grep("-n", RARE, file), "tool": lambda: tools.grep(RARE, spill)},
+            "grep -n",
+            1.0,
+            [],
+        ),
+        (
+            f"(2) rare regex {RARE_REGEX!r}",
+            {
+                "grep": run_grep("-nE", RARE_REGEX, file),
+                "tool": lambda: tools.grep(RARE_REGEX, spill),
+            },
+            "grep -nE",
+            1.0,
+            [],
+        ),
+        (
+            f"(2b) rare regex without a literal prefix {NO_PREFIX_REGEX!r}",
+            {
+                "grep": run_grep("-nE", NO_PREFIX_REGEX, file),
+                "tool": lambda: tools.grep(NO_PREFIX_REGEX, spill),
+            },
+            "grep -nE",
+            None,
+            [],
+        ),
+        (
+            f"(3) common word {WORD!r}, default head_limit=100",
+            {
+                "grep": run_grep("-n", WORD, file),
+                "tool": lambda: tools.grep(WORD, spill),
+                "grep -m 100": run_grep("-n", "-m", "100", WORD, file),
+            },
+            "grep -n",
+            1.0,
+            ["grep -m 100"],
+        ),
+        (
+            f"(4) all {len(got):,} matching lines of {WORD!r}, head_limit=0",
+            {
+                "grep": run_grep("-n", WORD, file),
+                "tool": lambda: unlimited.grep(WORD, spill, head_limit=0),
+            },
+            "grep -n",
+            2.0,
+            [],
+        ),
+        (
+            f"(5) count of {WORD!r} (output_mode='count')",
+            {
+                "grep": run_grep("-c", WORD, file),
+                "tool": lambda: tools.grep(WORD, spill, output_mode="count"),
+            },
+            "grep -c",
+            1.0,
+            [],
+        ),
+    ]
+    out.append(
+        f"Spill: {size:,} bytes of log-like lines in a LocalStore (retention off), "
+        f"{word_lines:,} lines with {WORD!r}; the same bytes as a plain file for grep. "
+        f"{rounds} interleaved rounds, medians."
+    )
+    out.append("")
+    out.append("| case | median | ratio to grep | verdict |")
+    out.append("|---|---|---|---|")
+    for title, fns, baseline, target, extras in cases:
+        times = side_by_side(fns, rounds=rounds)
+        base = times["grep"]
+        out.append(f"| {title}: `{baseline}` | {fmt(base)} | 1.00x | baseline |")
+        out.append(row(f"{title}: grep_spill", times["tool"], base, target))
+        for extra in extras:
+            out.append(row(f"{title}: `{extra}` (for reference)", times[extra], base, None))
+        print("\n".join(out[-2 - len(extras) :]), flush=True)
+    shutil.rmtree(directory / "store")
+    plain.unlink()
+
+
+def bench_redos(directory: Path, out: list[str]) -> None:
+    """Section (6): the ReDoS corpus over 100 KB."""
+    store = LocalStore(directory / "redos")
+    spill = store.put(
+        b"a" * 100_000 + b"!\n", session=SESSION, tool_name="t", tool_call_id="r"
+    ).spill_id
+    tools = SpillTools(store, session=SESSION)
+    out.append("")
+    out.append("ReDoS corpus over 100,000 bytes of 'a' then '!' (content mode, 20 calls, median):")
+    out.append("")
+    out.append("| pattern | median | verdict (<= 50 ms) |")
+    out.append("|---|---|---|")
+    for pattern in ("(a+)+$", "(a|a)*b", "(a|aa)+", "(.*a){20}"):
+        samples = []
+        for _ in range(20):
+            started = time.perf_counter()
+            result = tools.grep(pattern, spill)
+            samples.append(time.perf_counter() - started)
+            assert not result.is_error
+        median = statistics.median(samples)
+        verdict = "ok" if median <= 0.050 else "MISSED"
+        out.append(f"| `{pattern}` | {fmt(median)} | {verdict} |")
+        print(out[-1], flush=True)
+
+
+def bench_read(directory: Path, size: int, reads: int, out: list[str]) -> None:
+    """Section (7): a Read page at line 5,000,001 (500,001 in quick mode)."""
+    store = LocalStore(directory / "read", retention_bytes=None)
+    first = 5_000_001 if size >= GIB // 2 else 500_001
+    width = max(20, size // (first + 200_000))
+    per_chunk = max(1, MIB // width)
+
+    def chunks() -> Iterator[bytes]:
+        number = 1
+        written = 0
+        while written < size:
+            block = b"".join(b"%0*d\n" % (width - 1, n) for n in range(number, number + per_chunk))
+            number += per_chunk
+            written += len(block)
+            yield block
+
+    built = time.perf_counter()
+    meta = store.put(chunks(), session=SESSION, tool_name="t", tool_call_id="read")
+    built = time.perf_counter() - built
+    tools = SpillTools(store, session=SESSION)
+    cold_start = time.perf_counter()
+    page = tools.read(meta.spill_id, offset=first)
+    cold = time.perf_counter() - cold_start
+    text = page.content[0].text  # type: ignore[union-attr]
+    assert not page.is_error and f"\t{first:0{width - 1}d}\n" in text
+    shown = text.split("\n", 1)[0]
+    samples = []
+    for _ in range(reads):
+        started = time.perf_counter()
+        tools.read(meta.spill_id, offset=first)
+        samples.append(time.perf_counter() - started)
+    median = statistics.median(samples)
+    out.append("")
+    out.append(
+        f"read_spill at line {first:,} of a {meta.total_bytes / GIB:.2f} GiB spill "
+        f"({meta.total_lines:,} lines of {width} bytes; built by put in {built:.2f} s):"
+    )
+    out.append("")
+    out.append(f"- page header: `{shown}`")
+    out.append(f"- first call (index loaded from disk): {fmt(cold)}")
+    verdict = "ok" if median <= 200e-6 else "MISSED (target 200 us)"
+    out.append(f"- median of {reads} calls: {fmt(median)} ({verdict})")
+    out.append(f"- p90: {fmt(sorted(samples)[int(reads * 0.9)])}")
+    print("\n".join(out[-5:]), flush=True)
+    shutil.rmtree(directory / "read")
+
+
+def record(lines: list[str], argv: list[str]) -> None:
+    """Replace (or append) this benchmark's section of RESULTS.md, keeping the others."""
+    path = ROOT / "benchmarks" / "RESULTS.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    if HEADING in text:
+        before, _, rest = text.partition(HEADING)
+        following = rest.find("\n## ")
+        after = rest[following + 1 :] if following >= 0 else ""
+        text = before.rstrip("\n") + "\n\n" + (after and after + "\n")
+    command = " ".join(["benchmarks/bench_tools.py", *argv])
+    section = [
+        HEADING,
+        "",
+        f"Run: `.venv/bin/python {command}` on {time.strftime('%Y-%m-%d')}.",
+        "",
+        *lines,
+    ]
+    path.write_text(
+        text.rstrip("\n") + "\n\n" + "\n".join(section).rstrip() + "\n", encoding="utf-8"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="10 MiB grep, 100 MiB read")
+    parser.add_argument("--no-record", action="store_true", help="do not touch RESULTS.md")
+    parser.add_argument("--dir", default=None, help="where the temporary files go")
+    parser.add_argument("--rounds", type=int, default=None)
+    args = parser.parse_args()
+    grep_size = 10 * MIB if args.quick else 100 * MIB
+    read_size = 100 * MIB if args.quick else GIB
+    rounds = args.rounds or (5 if args.quick else 11)
+    grep_version = subprocess.run(
+        ["grep", "--version"], stdout=subprocess.PIPE, check=True, text=True
+    ).stdout.split("\n", 1)[0]
+    lines = [f"machine: {machine()}; {grep_version}; {os.uname().sysname} {os.uname().release}"]
+    lines.append("")
+    print(lines[0], flush=True)
+    directory = Path(tempfile.mkdtemp(prefix="bench-tools-", dir=args.dir))
+    try:
+        bench_grep(directory, grep_size, rounds, lines)
+        bench_redos(directory, lines)
+        bench_read(directory, read_size, 501, lines)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    if not args.no_record:
+        argv = [a for a in sys.argv[1:] if a != "--no-record"]
+        record(lines, argv)
+
+
+if __name__ == "__main__":
+    main()
