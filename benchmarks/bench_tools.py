@@ -329,6 +329,9 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="do not touch RESULTS.md")
     parser.add_argument("--dir", default=None, help="where the temporary files go")
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument(
+        "--only", choices=["grep", "redos", "read"], default=None, help="run one part (no record)"
+    )
     args = parser.parse_args()
     grep_size = 10 * MIB if args.quick else 100 * MIB
     read_size = 100 * MIB if args.quick else GIB
@@ -341,12 +344,15 @@ def main() -> None:
     print(lines[0], flush=True)
     directory = Path(tempfile.mkdtemp(prefix="bench-tools-", dir=args.dir))
     try:
-        bench_grep(directory, grep_size, rounds, lines)
-        bench_redos(directory, lines)
-        bench_read(directory, read_size, 501, lines)
+        if args.only in (None, "grep"):
+            bench_grep(directory, grep_size, rounds, lines)
+        if args.only in (None, "redos"):
+            bench_redos(directory, lines)
+        if args.only in (None, "read"):
+            bench_read(directory, read_size, 501, lines)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    if not args.no_record:
+    if not args.no_record and args.only is None:
         argv = [a for a in sys.argv[1:] if a != "--no-record"]
         record(lines, argv)
 

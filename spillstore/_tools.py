@@ -1202,6 +1202,10 @@ class _LinePager:
             end = line_end + (1 if line_end < meta.total_bytes else 0)
         return prefix + text + marker, cut, end
 
+    def _room_for_a_cut_line(self) -> int:
+        """Bytes a line cut at ``max_line_bytes`` may need: number, text, marker, newline."""
+        return self.width + 1 + self.tools.max_line_bytes + self.marker_max + 1
+
     def _bulk(
         self, page: LinePage, pieces: Sequence[bytes], room: int, remaining: int
     ) -> tuple[builtins.list[str], int, int] | None:
@@ -1253,6 +1257,7 @@ class _LinePager:
             if room < _MIN_LINE_ROOM + prefix_size or data_used >= data_cap:
                 break
             fetch = max(4, min(room - prefix_size * min(remaining, 64), data_cap - data_used))
+            requested = remaining
             page = store.read_lines(spill, line, remaining, max_bytes=fetch)
             gap = page.gap
             if page.last_line < page.first_line:
@@ -1316,6 +1321,9 @@ class _LinePager:
                     break
                 if page.next_line is None or page.next_line > meta.total_lines:
                     break
+                cut_by_size = page.last_line - page.first_line + 1 < requested
+                if cut_by_size and budget - used < self._room_for_a_cut_line():
+                    break  # the next line did not fit the fetch, and no cut line fits either
                 line = page.next_line
                 continue
             break
