@@ -210,6 +210,13 @@ def _one_line(message: str) -> str:
     return "; ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
+def _describe(exc: BaseException) -> str:
+    """An exception's message, without the ``[Errno N]`` prefix of an ``OSError``."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc)
+
+
 def _fail(message: str, exit_code: int = EXIT_FAILED) -> NoReturn:
     raise CliError(message, exit_code)
 
@@ -332,7 +339,7 @@ def _store_errors() -> Iterator[None]:
     except ConfigError as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc
     except SpillstoreError as exc:
-        raise CliError(str(exc)) from exc
+        raise CliError(_describe(exc)) from exc
 
 
 def _tool_text(result: ToolResult) -> str:
@@ -1246,10 +1253,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         status = app(args=argv, prog_name="spillstore", standalone_mode=False)
     except CliError as exc:
-        _error_line(str(exc))
+        _error_line(_describe(exc))
         sys.exit(exc.exit_code)
     except SpillstoreError as exc:  # a store or settings error no command translated
-        _error_line(str(exc))
+        _error_line(_describe(exc))
         sys.exit(EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_FAILED)
     except ClickException as exc:
         where = getattr(getattr(exc, "ctx", None), "command_path", None) or "spillstore"
@@ -1262,7 +1269,7 @@ def main(argv: list[str] | None = None) -> None:
         _quiet_stdout()
         sys.exit(EXIT_FAILED)
     except OSError as exc:
-        _error_line(str(exc))
+        _error_line(_describe(exc))
         sys.exit(EXIT_FAILED)
     sys.exit(status if isinstance(status, int) else 0)
 

@@ -413,6 +413,15 @@ def test_bad_environment_is_one_line(store: Path) -> None:
     assert "SPILLSTORE_MAX_BYTES" in one_error_line(result)
 
 
+def test_unsafe_store_root_is_one_line(tmp_path: Path) -> None:
+    """A world-writable store root is refused in one line, without an errno prefix."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    err = one_error_line(cli(shared, "ls"))
+    assert "refusing store root" in err and "[Errno" not in err
+
+
 def test_expired_spill_and_bad_offset_are_one_line(store: Path) -> None:
     """Reading a removed spill says it expired; offset 0 is refused; both in one line."""
     run_python(store, "print('z' * 70_000)")
