@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -383,8 +384,7 @@ class _Progress:
         self._started = 0.0
 
     def update(self) -> None:
-        import time  # noqa: PLC0415
-
+        """Redraw the line (at most every 0.1 s) once the output spills; cheap otherwise."""
         if not self._enabled or not self._accumulator.spilling:
             return
         now = time.monotonic()
