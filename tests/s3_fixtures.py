@@ -98,9 +98,20 @@ def s3_endpoint() -> str:
 
 
 @pytest.fixture
-def s3_store(tmp_path: Path, s3_endpoint: str) -> S3Store:
+def make_s3(tmp_path: Path, s3_endpoint: str) -> Callable[..., S3Store]:
+    """A factory of S3 stores on moto sharing this test's prefix (keywords go to S3Store)."""
+
+    def make(**kwargs: Any) -> S3Store:
+        kwargs.setdefault("endpoint", s3_endpoint)
+        return make_s3_store(tmp_path, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def s3_store(make_s3: Callable[..., S3Store]) -> S3Store:
     """An S3 store on moto with a prefix of its own."""
-    return make_s3_store(tmp_path, endpoint=s3_endpoint)
+    return make_s3()
 
 
 # --------------------------------------------------------------------------- faults
@@ -113,6 +124,16 @@ Rule = Callable[[int, str, str], str | None]
 forwards it, then holds the reply for :attr:`FaultProxy.stall_seconds`."""
 
 
+@dataclass(frozen=True)
+class Seen:
+    """One request the proxy saw, and what it did with it (None: forwarded)."""
+
+    method: str
+    path: str
+    range: str | None
+    action: str | None
+
+
 @dataclass
 class FaultProxy:
     """A loopback HTTP proxy in front of moto that fails the requests a rule picks."""
@@ -120,7 +141,7 @@ class FaultProxy:
     upstream: str
     rule: Rule = field(default=lambda n, method, path: None)
     stall_seconds: float = 1.5
-    requests: list[tuple[str, str, str]] = field(default_factory=list)
+    requests: list[Seen] = field(default_factory=list)
     _server: http.server.ThreadingHTTPServer | None = None
 
     @property
@@ -146,7 +167,9 @@ class FaultProxy:
                 with _lock:
                     number = len(proxy.requests) + 1
                     action = proxy.rule(number, self.command, self.path)
-                    proxy.requests.append((self.command, self.path, action or "ok"))
+                    proxy.requests.append(
+                        Seen(self.command, self.path, self.headers.get("Range"), action)
+                    )
                 if action in ("500", "503"):
                     payload = b"<Error><Code>InternalError</Code></Error>"
                     self.send_response(int(action))

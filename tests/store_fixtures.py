@@ -15,7 +15,6 @@ import pytest
 from spillstore._local import LocalStore
 from spillstore._memory import MemoryStore
 from spillstore._store import Store
-from tests.s3_fixtures import make_s3_store
 
 
 class FakeClock:
@@ -42,11 +41,13 @@ def _local(tmp_path: Path, **kwargs: object) -> Store:
     return LocalStore(tmp_path / "spills", **kwargs)  # type: ignore[arg-type]
 
 
-BACKENDS: dict[str, Callable[..., Store]] = {
-    "memory": _memory,
-    "local": _local,
-    "s3": make_s3_store,
-}
+def _s3(tmp_path: Path, **kwargs: object) -> Store:
+    from tests.s3_fixtures import make_s3_store  # on use: it is a pytest plugin as well
+
+    return make_s3_store(tmp_path, **kwargs)  # type: ignore[arg-type]
+
+
+BACKENDS: dict[str, Callable[..., Store]] = {"memory": _memory, "local": _local, "s3": _s3}
 
 
 @pytest.fixture
