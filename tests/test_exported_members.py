@@ -27,6 +27,7 @@ EXPECTED = {
     "SpillInfo",
     "SpillMeta",
     "SpillNotFound",
+    "SpillTools",
     "SpillWriter",
     "SpillstoreError",
     "Store",
@@ -59,3 +60,16 @@ def test_public_names_live_in_private_modules_or_package() -> None:
     for name in spillstore.__all__:
         module = getattr(getattr(spillstore, name), "__module__", "spillstore")
         assert module is None or module.startswith("spillstore") or module in {"typing", "types"}
+
+
+def test_lazy_exports_match_all() -> None:
+    """Every lazily exported name is in __all__ and the other way round."""
+    assert set(spillstore._EXPORTS) == set(spillstore.__all__)
+
+
+def test_unknown_attribute_raises_attribute_error() -> None:
+    """A name spillstore does not export raises AttributeError, as for any module."""
+    import pytest
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        spillstore.no_such_name  # noqa: B018
