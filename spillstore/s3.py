@@ -209,17 +209,22 @@ def _describe(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _s3_errors(action: str) -> Iterator[None]:
+def _s3_errors(action: str, *, writing: bool = False) -> Iterator[None]:
     """Translate obstore and network errors into one :class:`StoreError`, chained.
 
-    ``FileNotFoundError`` passes through: what a missing object means is the caller's
-    decision (not found, expired, or "someone else already removed it"); so do the
-    failed preconditions of conditional writes, which their callers settle.
+    When reading, ``FileNotFoundError`` passes through: what a missing object means is
+    the caller's decision (not found, expired, or "someone else already removed it").
+    So do the failed preconditions of conditional writes, which their callers settle.
+    When ``writing``, a missing object (an upload aborted under us) is a failure too.
     """
     try:
         yield
-    except (SpillstoreError, FileNotFoundError, AlreadyExistsError, PreconditionError):
+    except (SpillstoreError, AlreadyExistsError, PreconditionError):
         raise
+    except FileNotFoundError as exc:
+        if not writing:
+            raise
+        raise StoreError(errno.EIO, f"{action}: {_describe(exc)}") from exc
     except (BaseError, OSError) as exc:
         denied = isinstance(exc, PermissionDeniedError | UnauthenticatedError | PermissionError)
         code = errno.EACCES if denied else errno.EIO
@@ -331,7 +336,7 @@ class _S3Sink(Sink):
     def write(self, data: bytes | memoryview) -> None:
         if not data:
             return
-        with _s3_errors("cannot upload spill data"):
+        with _s3_errors("cannot upload spill data", writing=True):
             if self._writer is None:
                 self._started = True
                 self._writer = obstore.open_writer(
@@ -353,7 +358,7 @@ class _S3Sink(Sink):
                     f"spill {spill_id}: {self._written} bytes written, expected "
                     f"{meta.stored_bytes}",
                 )
-            with _s3_errors(f"cannot store spill {spill_id}"):
+            with _s3_errors(f"cannot store spill {spill_id}", writing=True):
                 if self._writer is not None:
                     writer, self._writer = self._writer, None
                     writer.close()
@@ -373,7 +378,7 @@ class _S3Sink(Sink):
         key = store._key(self._session, f"{spill_id}.json")
         body = _Sidecar(data=self._token, meta=meta).model_dump_json().encode()
         try:
-            with _s3_errors(f"cannot store spill {spill_id}"):
+            with _s3_errors(f"cannot store spill {spill_id}", writing=True):
                 obstore.put(store._object_store, key, body, mode="create")
         except AlreadyExistsError:
             existing = store._load(self._session, spill_id)
