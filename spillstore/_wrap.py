@@ -51,7 +51,7 @@ _CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "spillstore_call_id", default=None
 )
 _MARKER: Final = "__spillstore_wrap__"
-_PART_TYPES: Final = (TextPart, MediaPart, EmbeddedText, ResourceLink)
+_PART_TYPES: Final = (str, TextPart, MediaPart, EmbeddedText, ResourceLink)
 
 
 @contextmanager
@@ -233,7 +233,7 @@ def to_result(value: Any) -> tuple[ToolResult, Callable[[ToolResult], Any]] | No
         if all(isinstance(item, str) for item in items):
             parts: tuple[Part, ...] = tuple(TextPart(cast("str", item)) for item in items)
             return ToolResult(content=parts), _texts
-        if all(isinstance(item, str | _PART_TYPES) for item in items):
+        if all(isinstance(item, _PART_TYPES) for item in items):
             parts = tuple(
                 TextPart(item) if isinstance(item, str) else cast("Part", item) for item in items
             )
