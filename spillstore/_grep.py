@@ -356,6 +356,9 @@ def render_plain(
     buf, lo, hi = hay.buf, hay.lo, hay.hi
     if hi <= lo:
         return 0, 0, 0, False
+    pos, seen = lo, 0
+    if skip:
+        pos, seen = _skip(hay, matcher, skip)
     needle = matcher.needle
     raw, anchor = matcher.raw, matcher.anchor
     size = len(needle) if needle is not None else 0
@@ -365,11 +368,11 @@ def render_plain(
     last_interval = len(offsets) - 2
     shift = hay.origin - lo
     cap = hi if limit is None else limit  # shown can never reach hi: one hit a byte at most
-    seen = shown = used = 0
+    form = head + b"%d:%b\n"  # head is a spill id and a colon: no % in it
+    shown = used = 0
     known = -1
     newlines = 0
     dense = False
-    pos = lo
     while pos < hi:
         if dense:
             match_start = find(needle, pos, hi)  # type: ignore[arg-type]
@@ -390,11 +393,8 @@ def render_plain(
         if line_end < 0:
             line_end = hi
         pos = line_end + 1 if line_end + 1 > match_end else match_end
-        seen += 1
-        if seen <= skip:
-            continue
         if shown >= cap:
-            return seen, shown, used, True
+            return seen + shown + 1, shown, used, True
         if known < 0 or line_start - known > INDEX_BLOCK_BYTES:
             interval = min(bisect_right(offsets, line_start + shift) - 1, last_interval)
             known = offsets[interval] - shift
@@ -403,14 +403,37 @@ def render_plain(
             newlines += buf.count(b"\n", known, line_start)  # type: ignore[union-attr]
         elif line_start > known:
             newlines += buf[known:line_start].count(b"\n")
-        known = line_start
         if line_end - line_start <= column_bytes:
-            piece = b"%b%d:%b\n" % (head, newlines + 1, buf[line_start:line_end])
+            piece = form % (newlines + 1, buf[line_start:line_end])
         else:
             piece = long_line(newlines + 1, line_start, line_end, match_start)
         if used + len(piece) > budget:
-            return seen, shown, used, True
+            return seen + shown + 1, shown, used, True
         used += len(piece)
         pieces.append(piece)
         shown += 1
-    return seen, shown, used, False
+        # The shown line holds no newline but the one that ends it: count from there.
+        known = line_end + 1
+        newlines += 1
+    return seen + shown, shown, used, False
+
+
+def _skip(hay: Haystack, matcher: Matcher, count: int) -> tuple[int, int]:
+    """Pass over ``count`` matching lines; return where to go on and how many there were."""
+    buf, lo, hi = hay.buf, hay.lo, hay.hi
+    search = matcher.searcher(buf)
+    find, rfind = buf.find, buf.rfind
+    pos = lo
+    skipped = 0
+    while skipped < count and pos < hi:
+        match_start, match_end = search(pos, hi)
+        if match_start < 0:
+            break
+        if match_start >= hi and rfind(b"\n", lo, match_start) + 1 >= hi:
+            break  # an empty match after the final newline: not a line
+        line_end = find(b"\n", match_start, hi)
+        if line_end < 0:
+            line_end = hi
+        pos = line_end + 1 if line_end + 1 > match_end else match_end
+        skipped += 1
+    return pos, skipped
