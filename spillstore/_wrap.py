@@ -203,6 +203,77 @@ class Capper:
         capped = await self.acap(result, tool_name=tool_name, tool_call_id=tool_call_id)
         return value if capped is result else rebuild(capped)
 
+    def cap_items(
+        self,
+        items: Sequence[Any],
+        *,
+        text_of: Callable[[Any], str | None],
+        make_text: Callable[[str], Any],
+        tool_name: str,
+        tool_call_id: str,
+    ) -> list[Any] | None:
+        """Cap a framework's content list: text items are the output, the others stay.
+
+        Args:
+            items: the framework's content items, in order.
+            text_of: an item's text, or ``None`` for an item kept as it is (an image).
+            make_text: a framework text item from model-facing text.
+
+        Returns:
+            The capped list (the pointer, then the kept items in order), or ``None``
+            when the items fit (use them as they are).
+        """
+        result, kept = _items_result(items, text_of)
+        capped = self.cap(result, tool_name=tool_name, tool_call_id=tool_call_id)
+        return None if capped is result else _items_back(capped, kept, make_text)
+
+    async def acap_items(
+        self,
+        items: Sequence[Any],
+        *,
+        text_of: Callable[[Any], str | None],
+        make_text: Callable[[str], Any],
+        tool_name: str,
+        tool_call_id: str,
+    ) -> list[Any] | None:
+        """Async twin of :meth:`cap_items`."""
+        result, kept = _items_result(items, text_of)
+        capped = await self.acap(result, tool_name=tool_name, tool_call_id=tool_call_id)
+        return None if capped is result else _items_back(capped, kept, make_text)
+
+
+_KEPT_MIME: Final = "application/x-spillstore-kept"
+"""MIME type of the stand-ins for a framework's non-text items while a result is capped."""
+
+
+def _items_result(
+    items: Sequence[Any], text_of: Callable[[Any], str | None]
+) -> tuple[ToolResult, dict[int, Any]]:
+    """A content list as a result; non-text items become stand-ins (kept by identity)."""
+    parts: list[Part] = []
+    kept: dict[int, Any] = {}
+    for item in items:
+        text = text_of(item)
+        if text is not None:
+            parts.append(TextPart(text))
+            continue
+        stand_in = MediaPart(kind="image", mime_type=_KEPT_MIME, data=b"")
+        kept[id(stand_in)] = item
+        parts.append(stand_in)
+    return ToolResult(content=tuple(parts)), kept
+
+
+def _items_back(
+    capped: ToolResult, kept: Mapping[int, Any], make_text: Callable[[str], Any]
+) -> list[Any]:
+    out: list[Any] = []
+    for part in capped.content:
+        if isinstance(part, TextPart | EmbeddedText):
+            out.append(make_text(part.text))
+        elif id(part) in kept:
+            out.append(kept[id(part)])
+    return out
+
 
 def _as_result(text: str) -> ToolResult:
     return ToolResult(content=(TextPart(text),))
