@@ -37,6 +37,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -48,7 +49,7 @@ import obstore  # noqa: E402
 
 from benchmarks._timing import fmt, machine  # noqa: E402
 from spillstore._local import LocalStore  # noqa: E402
-from spillstore.s3 import S3Store  # noqa: E402
+from spillstore.s3 import PART_BYTES, UPLOAD_CONCURRENCY, S3Store  # noqa: E402
 
 MB100 = 100_000_000
 PAGE_LINES = 2_000
@@ -109,12 +110,26 @@ def bench_put(
     text = _log(size)
     local = LocalStore(directory / "local")
     s3 = _s3(args, f"bench-{os.getpid()}/put")
-    samples: dict[str, list[float]] = {"local": [], "s3": []}
+
+    def floor() -> None:
+        raw = text.encode()
+        obstore.put(
+            s3._object_store,
+            "floor",
+            raw,
+            use_multipart=True,
+            chunk_size=PART_BYTES,
+            max_concurrency=UPLOAD_CONCURRENCY,
+        )
+
+    samples: dict[str, list[float]] = {"local": [], "s3": [], "s3 floor": []}
     for n in range(rounds):
         samples["local"].append(_timed(lambda: local.put(text, tool_call_id=str(n), **KW)))  # noqa: B023
         samples["s3"].append(_timed(lambda: s3.put(text, tool_call_id=str(n), **KW)))  # noqa: B023
+        samples["s3 floor"].append(_timed(floor))
         local.clean("bench", grace=0)
         s3.clean("bench", grace=0)
+    obstore.delete(s3._object_store, "floor")
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -140,8 +155,8 @@ chunk = (line * (65536 // len(line) + 1))[:65536]
 before = hwm_kib()
 with store.writer(session="bench", tool_name="mem", tool_call_id=str(total),
                   retention_bytes=None) as w:
-    for _ in range(total // len(chunk)):
-        w.write(chunk)
+    for n in range(total // len(chunk)):
+        w.write(b"%08d" % n + chunk[8:])  # a new object each time, like a real pipe
     meta = w.commit()
 store.clean("bench", grace=0)
 print(before, hwm_kib(), meta.stored_bytes)
@@ -174,7 +189,7 @@ def bench_memory(args: argparse.Namespace, sizes: list[int]) -> list[tuple[int, 
 
 def bench_page(
     args: argparse.Namespace, directory: Path, size: int, reads: int
-) -> tuple[dict[str, float], int, int]:
+) -> tuple[dict[str, float], dict[str, tuple[int, int]], int, int]:
     """Median seconds of a 2,000-line page from the middle; (times, first line, bytes)."""
     text = _log(size)
     local = LocalStore(directory / "page")
@@ -209,8 +224,41 @@ def bench_page(
             samples[name].append(_timed(fn))
     times = {name: statistics.median(values) for name, values in samples.items()}
     times["s3 whole GET"] = statistics.median(_timed(whole) for _ in range(3))
+    middle = meta.stored_bytes // 2
+    times["one 1 KiB GET"] = statistics.median(
+        _timed(
+            lambda: obstore.get_range(s3._object_store, data_key, start=middle, end=middle + 1024)
+        )
+        for _ in range(reads)
+    )
+    counts = {"s3 warm": _requests(fns["s3 warm"]), "s3 cold": _requests(cold)}
     s3.clean("bench", grace=0)
-    return times, first, len(page.data)
+    return times, counts, first, len(page.data)
+
+
+def _requests(fn: Callable[[], object]) -> tuple[int, int]:
+    """(GET requests, body bytes received) while ``fn`` runs (obstore's get/get_range)."""
+    seen = [0, 0]
+    real_get, real_range = obstore.get, obstore.get_range
+
+    def get(*args: Any, **kwargs: Any) -> Any:
+        result = real_get(*args, **kwargs)
+        seen[0] += 1
+        seen[1] += result.meta["size"]
+        return result
+
+    def get_range(*args: Any, **kwargs: Any) -> Any:
+        result = real_range(*args, **kwargs)
+        seen[0] += 1
+        seen[1] += len(result)
+        return result
+
+    obstore.get, obstore.get_range = get, get_range  # type: ignore[assignment]
+    try:
+        fn()
+    finally:
+        obstore.get, obstore.get_range = real_get, real_range  # type: ignore[assignment]
+    return seen[0], seen[1]
 
 
 def bench_concurrency(args: argparse.Namespace, tasks: int, rounds: int) -> dict[str, float]:
@@ -287,13 +335,18 @@ def main() -> None:
                 f"  {total / 1e6:7.1f} MB  before {before / 1024:6.1f} MiB  "
                 f"after {after / 1024:6.1f} MiB  (+{(after - before) / 1024:.1f} MiB)"
             )
-        times, first, page_bytes = bench_page(args, directory, size, 5 if args.quick else 21)
+        times, counts, first, page_bytes = bench_page(
+            args, directory, size, 5 if args.quick else 21
+        )
         print(
             f"\n(3) {PAGE_LINES:,} lines from line {first:,} ({page_bytes:,} bytes) of the "
             f"{size / 1e6:.0f} MB spill, median"
         )
         for name, seconds in times.items():
-            print(f"  {name:<13} {fmt(seconds):>10}  {seconds / times['local']:8.1f}x local")
+            extra = ""
+            if name in counts:
+                extra = f"  {counts[name][0]} GETs, {counts[name][1]:,} bytes"
+            print(f"  {name:<13} {fmt(seconds):>10}  {seconds / times['local']:8.1f}x local{extra}")
         concurrency = bench_concurrency(args, 200, 3 if args.quick else 7)
         print("\n(4) 200 concurrent 1 KiB reads from async code, median")
         labels = {

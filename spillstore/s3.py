@@ -358,6 +358,8 @@ class _S3Sink(Sink):
     def write(self, data: bytes | memoryview) -> None:
         if not data:
             return
+        if isinstance(data, memoryview) and not isinstance(data.obj, bytes):
+            data = bytes(data)  # obstore keeps a reference until the part is sent
         with _s3_errors("cannot upload spill data", writing=True):
             if self._writer is None:
                 self._started = True
