@@ -418,7 +418,12 @@ class SpillProxy:
             upstream.on_restart = self._on_restart
             conn = upstream.current
             assert conn is not None
-            upstream_tools = await self._list_upstream_tools(conn)
+            try:
+                upstream_tools = await self._list_upstream_tools(conn)
+            except MCPError as exc:
+                raise UpstreamUnavailable(
+                    f"the upstream MCP server did not list its tools: {exc}"
+                ) from exc
             names = self._spill_names({tool.name for tool in upstream_tools})
             store = self._store
             if store is None:
@@ -691,7 +696,13 @@ class SpillProxy:
                     f"{_PREFIX} the upstream MCP server did not answer {params.name!r} within "
                     f"{self.call_timeout:g} s; {then}."
                 )
-            raise
+            raise  # a protocol error of the upstream: the client gets it as it came
+        except Exception as exc:  # a transport failure (e.g. HTTP): an error result
+            log.warning("spillstore proxy: %r failed upstream: %s", params.name, exc)
+            return _error(
+                f"{_PREFIX} the call to {params.name!r} failed on the way to the upstream "
+                f"MCP server ({type(exc).__name__}: {str(exc)[:300]})."
+            )
 
     async def _probe(self, conn: _Connection) -> bool:
         """Is the upstream hung? Ask for its tools; stop it if it does not answer."""

@@ -36,6 +36,7 @@ from typing import IO, Any
 import anyio
 
 from spillstore._errors import ConfigError
+from spillstore._mcp_convert import SPILL_META_KEY
 from spillstore._mcp_proxy import (
     DEFAULT_CALL_TIMEOUT,
     SpillProxy,
@@ -48,6 +49,7 @@ from spillstore._store import Store
 from spillstore._tools import SpillTools
 
 __all__ = [
+    "SPILL_META_KEY",
     "LineSplitter",
     "SpillProxy",
     "StdioTransport",

@@ -452,3 +452,28 @@ async def test_proxy_that_cannot_start_its_upstream_says_so() -> None:
     with pytest.raises(UpstreamUnavailable, match="could not be started"):
         async with SpillProxy([sys.executable, "-c", "raise SystemExit(5)"], start_timeout=10):
             pass
+
+
+def test_command_line_needs_exactly_one_upstream(capsys: pytest.CaptureFixture[str]) -> None:
+    """``proxy`` without ``-- CMD`` (or with both CMD and --url) is a usage error, exit 2."""
+    from spillstore.mcp import main
+
+    for argv in (["proxy"], ["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "x"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+    assert "-- CMD [ARGS...] or as --url URL" in capsys.readouterr().err
+
+
+def test_proxy_refuses_bad_arguments() -> None:
+    """Developer mistakes raise ConfigError before anything starts."""
+    from spillstore import ConfigError
+
+    with pytest.raises(ConfigError, match="exactly one"):
+        SpillProxy()
+    with pytest.raises(ConfigError, match="non-empty sequence"):
+        SpillProxy("python server.py")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="call_timeout"):
+        SpillProxy(RAW, call_timeout=0)
+    with pytest.raises(ConfigError, match="max_restarts"):
+        SpillProxy(RAW, max_restarts=-1)

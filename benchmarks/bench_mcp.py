@@ -1,0 +1,252 @@
+"""MCP proxy benchmark: big results and per-call overhead, proxy vs direct, in one run.
+
+Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
+``--size-mb 100`` (the big result), ``--rounds 3``, ``--small-calls 100``,
+``--small-rounds 15``, ``--sdk-big`` (also time the SDK's stdio client on the big result),
+``--ctxtual PATH`` (a ``ctxtual`` executable to compare with;
+``pip install ctxtual`` in a throwaway venv), ``--ctxtual-max-mb 10`` (ctxtual's stdio
+client is quadratic: 100 MB would take about ten minutes, so larger sizes are skipped).
+
+What is measured (every scenario in a fresh worker process, the upstream always
+``tests/mcp_servers/big.py``, an SDK low-level server; rounds interleaved):
+
+1. one big text result (``--size-mb``) and one of 5 MB:
+   - **direct (linear)**: an SDK ``mcp.Client`` over spillstore's linear
+     ``StdioTransport`` straight to the upstream: the time the upstream needs to produce
+     and send the result, plus parsing it;
+   - **direct (SDK stdio)**: the SDK's own stdio client (quadratic; 5 MB only);
+   - **proxy**: the same client to ``python -m spillstore.mcp proxy -- upstream``: the
+     result is read, parsed, spilled to a local store and capped (50,000 bytes);
+   - **ctxtual** (if given): ``ctxtual wrap -- upstream``.
+   Time is the ``tools/call`` round trip seen by the client; peak RSS is the VmHWM of
+   the proxy process (for direct: of the client process, which holds the whole result).
+2. per-call overhead on a small result (``echo``): median per call, direct vs proxy,
+   both connections open in one worker, interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._timing import machine  # noqa: E402
+
+BIG = [sys.executable, str(ROOT / "tests" / "mcp_servers" / "big.py")]
+MB = 1_000_000
+
+
+def vm_hwm(pid: int) -> float:
+    """Peak resident set size of a process, in MiB (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+# --------------------------------------------------------------------------- workers
+
+
+async def _big_worker(kind: str, size: int, ctxtual: str | None) -> dict[str, Any]:
+    from mcp import Client, StdioServerParameters
+
+    from spillstore.mcp import StdioTransport
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pid: int | None = None
+        server: Any
+        if kind == "direct":
+            server = StdioTransport(BIG[0], BIG[1:])
+        elif kind == "sdk":
+            server = StdioServerParameters(command=BIG[0], args=BIG[1:])
+        elif kind == "proxy":
+            args = ["-m", "spillstore.mcp", "proxy", "--dir", tmp, "--", *BIG]
+            server = StdioTransport(sys.executable, args, cwd=str(ROOT))
+        else:
+            assert ctxtual is not None
+            args = ["wrap", "--store", os.path.join(tmp, "ctxtual.db"), "--", *BIG]
+            server = StdioTransport(ctxtual, args)
+        async with Client(server, mode="legacy") as client:
+            await client.list_tools()
+            if isinstance(server, StdioTransport):
+                pid = server.pid
+            measured = pid if kind in ("proxy", "ctxtual") else os.getpid()
+            assert measured is not None
+            before = vm_hwm(measured)
+            start = time.perf_counter()
+            result = await client.call_tool("big", {"size": size})
+            seconds = time.perf_counter() - start
+            after = vm_hwm(measured)
+            returned = sum(len(getattr(block, "text", "").encode()) for block in result.content)
+    return {
+        "kind": kind,
+        "size": size,
+        "seconds": seconds,
+        "hwm_before_mib": before,
+        "hwm_mib": after,
+        "returned_bytes": returned,
+    }
+
+
+async def _small_worker(calls: int, rounds: int) -> dict[str, Any]:
+    from mcp import Client
+
+    from spillstore.mcp import StdioTransport
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proxy_args = ["-m", "spillstore.mcp", "proxy", "--dir", tmp, "--", *BIG]
+        async with (
+            Client(StdioTransport(BIG[0], BIG[1:]), mode="legacy") as direct,
+            Client(
+                StdioTransport(sys.executable, proxy_args, cwd=str(ROOT)), mode="legacy"
+            ) as proxied,
+        ):
+            clients = {"direct": direct, "proxy": proxied}
+            for client in clients.values():
+                await client.list_tools()
+                for _ in range(30):
+                    await client.call_tool("echo", {"text": "hello"})
+            samples: dict[str, list[float]] = {name: [] for name in clients}
+            for _ in range(rounds):
+                for name, client in clients.items():
+                    times = []
+                    for _ in range(calls):
+                        start = time.perf_counter()
+                        await client.call_tool("echo", {"text": "hello"})
+                        times.append(time.perf_counter() - start)
+                    samples[name].append(statistics.median(times))
+    return {name: statistics.median(values) for name, values in samples.items()} | {
+        "rounds": dict(samples)
+    }
+
+
+def _worker(argv: list[str]) -> None:
+    if argv[0] == "big":
+        out = asyncio.run(_big_worker(argv[1], int(argv[2]), argv[3] or None))
+    else:
+        out = asyncio.run(_small_worker(int(argv[1]), int(argv[2])))
+    print(json.dumps(out))
+
+
+def _spawn(*args: str, timeout: float) -> dict[str, Any] | None:
+    try:
+        done = subprocess.run(
+            [sys.executable, __file__, "--worker", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        print(done.stderr[-3000:], file=sys.stderr)
+        return None
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _big_table(size: int, kinds: list[str], rounds: int, ctxtual: str, limit: float) -> None:
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+    for _ in range(rounds):
+        for kind in kinds:
+            out = _spawn("big", kind, str(size), ctxtual, timeout=limit)
+            if out is not None:
+                runs[kind].append(out)
+    base = statistics.median(r["seconds"] for r in runs["direct"]) if runs["direct"] else 0.0
+    print(f"\n{size / MB:g} MB text result ({size:,} bytes), {rounds} round(s), medians:")
+    print("| path | time | vs direct (linear) | peak RSS (process measured) | returned to client |")
+    print("|---|---|---|---|---|")
+    labels = {
+        "direct": "direct, linear reader",
+        "sdk": "direct, SDK stdio client",
+        "proxy": "spillstore proxy",
+        "ctxtual": "ctxtual wrap",
+    }
+    for kind in kinds:
+        done = runs[kind]
+        if not done:
+            print(f"| {labels[kind]} | did not finish in {limit:g} s | | | |")
+            continue
+        seconds = statistics.median(r["seconds"] for r in done)
+        hwm = statistics.median(r["hwm_mib"] for r in done)
+        before = statistics.median(r["hwm_before_mib"] for r in done)
+        who = "client" if kind in ("direct", "sdk") else kind
+        ratio = f"{seconds / base:.2f}x" if base else "-"
+        returned = statistics.median(r["returned_bytes"] for r in done)
+        print(
+            f"| {labels[kind]} | {seconds:.2f} s | {ratio} | {hwm:.0f} MiB ({who}; "
+            f"{before:.0f} MiB before the call; {hwm * 2**20 / size:.2f}x the result) "
+            f"| {returned:,.0f} B |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", nargs="+")
+    parser.add_argument("--size-mb", type=float, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--small-calls", type=int, default=100)
+    parser.add_argument("--small-rounds", type=int, default=15)
+    parser.add_argument("--ctxtual", default="")
+    parser.add_argument("--ctxtual-max-mb", type=float, default=10)
+    parser.add_argument(
+        "--sdk-big", action="store_true", help="also time the SDK's stdio client on the big result"
+    )
+    args = parser.parse_args()
+    if args.worker:
+        _worker(args.worker)
+        return
+    print(f"machine: {machine()}")
+    print(f"date: {time.strftime('%Y-%m-%d')}")
+    size = int(args.size_mb * MB)
+    kinds = ["direct", "sdk", "proxy"] if args.sdk_big else ["direct", "proxy"]
+    if args.ctxtual and size <= args.ctxtual_max_mb * MB:
+        kinds.append("ctxtual")
+    _big_table(size, kinds, args.rounds, args.ctxtual, limit=900)
+    small_kinds = ["direct", "sdk", "proxy"] + (["ctxtual"] if args.ctxtual else [])
+    _big_table(5 * MB, small_kinds, args.rounds, args.ctxtual, limit=300)
+    if args.ctxtual and args.ctxtual_max_mb >= 10 and size != 10 * MB:
+        _big_table(10 * MB, ["direct", "sdk", "proxy", "ctxtual"], 1, args.ctxtual, limit=300)
+    small = _spawn("small", str(args.small_calls), str(args.small_rounds), timeout=600)
+    if small is not None:
+        direct, proxy = small["direct"], small["proxy"]
+        print(
+            f"\nsmall result (echo), {args.small_rounds} interleaved rounds of "
+            f"{args.small_calls} calls, median of the per-round medians:"
+        )
+        print("| path | per call | overhead |")
+        print("|---|---|---|")
+        print(f"| direct, linear reader | {direct * 1e3:.3f} ms | |")
+        print(f"| spillstore proxy | {proxy * 1e3:.3f} ms | +{(proxy - direct) * 1e3:.3f} ms |")
+        deltas = [
+            (p - d) * 1e3
+            for d, p in zip(small["rounds"]["direct"], small["rounds"]["proxy"], strict=True)
+        ]
+        print(
+            f"per-round overhead: min +{min(deltas):.3f} ms, median "
+            f"+{statistics.median(deltas):.3f} ms, max +{max(deltas):.3f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
