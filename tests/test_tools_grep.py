@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from spillstore._content import ToolResult
-from spillstore._grep import Refusal, compile_pattern
+from spillstore._grep import Haystack, Refusal, compile_pattern, iter_hits, required_literal
 from spillstore._memory import MemoryStore
+from spillstore._meta import LineIndex
 from spillstore._store import Store
 from spillstore._tools import MIN_PAGE_BYTES, SpillTools
 
@@ -416,3 +418,64 @@ def test_literal_engines_agree_across_sparse_and_dense_hits(
     assert [n for _, n, _ in hits(text)] == brute_lines(data, b"Needle")
     count = text_of(tools.grep(pattern, spill, output_mode="count", ignore_case=ignore_case))
     assert f": {len(gaps)} matching lines" in count
+
+
+def test_required_literals_are_found_conservatively() -> None:
+    """The prefilter literal is a run every match must contain; doubtful patterns get none."""
+    assert required_literal("[0-9]+ ms NEEDLE") == " ms NEEDLE"
+    assert required_literal(r"\d+\.\d+ seconds") == " seconds"
+    assert required_literal("abc?def") == "def"
+    assert required_literal("q(abc)+defg") == "defg"
+    for pattern in [
+        "ERROR.*reset",  # a literal prefix: RE2 accelerates it already
+        "a|bcdef",  # alternation
+        "(?i)x+abcd",  # flags
+        r"\s+abcd",  # may match a newline
+        "[^a]+abcd",
+        "[\t-\r]+abcd",
+        r"[\n]abcd",
+        r"\x0aabcd",
+        "x+ab",  # too short
+    ]:
+        assert required_literal(pattern) is None, pattern
+
+
+_words = st.sampled_from(
+    [b"ab", b"abc", b"cab", b" ", b"\n", b"12", b"x", b"\xe2\x82\xac", b"\n\n"]
+)
+_pieces = st.sampled_from(
+    ["[a-c]+", "[0-9]+", ".", ".*", "x?", "b+", r"\d", "(ab)+", "c{2}", "[ ]"]
+)
+
+
+@settings(max_examples=300)
+@given(
+    chunks=st.lists(_words, max_size=300),
+    before=st.lists(_pieces, min_size=1, max_size=3),
+    literal=st.sampled_from(["abc", "cab", " ab", "b 12", "€ab"]),
+    after=st.lists(_pieces, max_size=2),
+    ignore_case=st.booleans(),
+)
+def test_prefilter_never_changes_the_hits(
+    chunks: list[bytes], before: list[str], literal: str, after: list[str], ignore_case: bool
+) -> None:
+    """Searching with the required-literal prefilter gives exactly the plain search's hits."""
+    pattern = "".join(before) + literal + "".join(after)
+    data = b"".join(chunks)
+    filtered = compile_pattern(pattern, ignore_case=ignore_case)
+    assume(filtered.prefilter is not None)
+    plain = dataclasses.replace(filtered, prefilter=None)
+    hay = Haystack(data, 0, len(data), 0)
+    index = LineIndex.build(
+        [0, len(data)] if data else [0],
+        [0, data.count(b"\n")][: 2 if data else 1],
+        [(0, len(data))] if data else [],
+    )
+    assert list(iter_hits(hay, filtered, index)) == list(iter_hits(hay, plain, index))
+    spill = put(_MEMORY, data)
+    text = text_of(
+        SpillTools(_MEMORY, max_page_bytes=1 << 20).grep(
+            pattern, spill, head_limit=0, ignore_case=ignore_case
+        )
+    )
+    assert [n for _, n, _ in hits(text)] == [hit[0] for hit in iter_hits(hay, plain, index)]
