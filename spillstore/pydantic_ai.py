@@ -1,0 +1,191 @@
+"""pydantic-ai integration: a capability that caps tool results and adds Read/Grep/List.
+
+Needs pydantic-ai (the slim package is enough): ``pip install "spillstore[pydantic-ai]"``.
+
+Example::
+
+    from pydantic_ai import Agent
+    from spillstore import LocalStore, TruncationService
+    from spillstore.pydantic_ai import SpillCapability
+
+    service = TruncationService(LocalStore())
+    agent = Agent("openai:gpt-5", tools=[run_shell], capabilities=[SpillCapability(service)])
+
+:class:`SpillCapability` hooks ``after_tool_execute``: every tool's return value passes
+through the service, named by the ``ToolCallPart``'s ``tool_call_id``, before pydantic-ai
+turns it into a ``ToolReturnPart``. The value keeps its shape where the model would see
+text: a ``str`` stays a ``str`` (the pointer when cut); a ``ToolReturn`` keeps its
+``content``, ``metadata`` and ``tools`` with its ``return_value`` capped; multimodal
+files (``BinaryContent``, ``ImageUrl``, ...) stay attached, after the pointer; any other
+value (a dict, a model, a list) is measured as the JSON text pydantic-ai would send, and
+replaced by the pointer (a ``str``) only when it is cut. Exceptions, ``ModelRetry`` and
+deferrals never reach the hook, so they pass through untouched.
+
+The capability also registers ``read_spill``, ``grep_spill`` and ``list_spills`` (their
+results are never capped; errors the model should act on are plain text results).
+"""
+
+from __future__ import annotations
+
+try:
+    import pydantic_ai  # noqa: F401 - fail early with the install hint
+except ImportError as exc:  # pragma: no cover - the test environment has pydantic-ai
+    raise ImportError(
+        'spillstore.pydantic_ai needs pydantic-ai: pip install "spillstore[pydantic-ai]"'
+    ) from exc
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic_core
+from pydantic_ai import FunctionToolset, RunContext, Tool
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content, tool_return_ta
+from pydantic_ai.tools import ToolDefinition
+
+from spillstore._service import TruncationService
+from spillstore._tools import SpillTools
+from spillstore._wrap import Capper, model_text
+
+__all__ = ["SpillCapability", "spill_toolset"]
+
+
+def spill_toolset(tools: SpillTools) -> FunctionToolset[Any]:
+    """Read, Grep and List as a pydantic-ai toolset (schemas from spillstore's models)."""
+    built: list[Tool[Any]] = []
+    for schema in tools.schemas("openai"):
+        function = schema["function"]
+        built.append(
+            Tool.from_schema(
+                _spill_function(tools, function["name"]),
+                name=function["name"],
+                description=function["description"],
+                json_schema=function["parameters"],
+            )
+        )
+    return FunctionToolset(built)
+
+
+def _spill_function(tools: SpillTools, name: str) -> Callable[..., Awaitable[str]]:
+    async def call(**arguments: Any) -> str:
+        return model_text(await tools.acall(name, arguments))
+
+    call.__name__ = name
+    return call
+
+
+@dataclass(init=False)
+class SpillCapability(AbstractCapability[Any]):
+    """Caps every tool result of an agent, and gives the model Read, Grep and List.
+
+    Args:
+        service: the service; by default ``TruncationService()`` (made now, so the
+            environment is read when the capability is built).
+        spill_tools: the spill tools to register (default: over the service's store
+            and session); their names are exempt from capping.
+        include_spill_tools: register Read/Grep/List (turn off when the agent already
+            has them, e.g. from spillstore's MCP server).
+        budgets: per-tool inline budgets by tool name (ints or sizes such as ``"20KB"``).
+        exempt: names of tools whose results pass through untouched.
+
+    Raises:
+        ConfigError: a bad budget or service.
+    """
+
+    service: TruncationService
+    spill_tools: SpillTools
+    include_spill_tools: bool
+    exempt: frozenset[str]
+
+    def __init__(
+        self,
+        service: TruncationService | None = None,
+        *,
+        spill_tools: SpillTools | None = None,
+        include_spill_tools: bool = True,
+        budgets: Mapping[str, int | str] | None = None,
+        exempt: Collection[str] = (),
+    ) -> None:
+        self.service = service if service is not None else TruncationService()
+        self.spill_tools = (
+            spill_tools
+            if spill_tools is not None
+            else SpillTools(self.service.store, session=self.service.session)
+        )
+        self.include_spill_tools = include_spill_tools
+        names = self.spill_tools.names
+        self.exempt = frozenset(exempt) | {names.read, names.grep, names.list}
+        self._default = Capper(self.service)
+        self._cappers = {
+            name: Capper(self.service, max_bytes=size) for name, size in (budgets or {}).items()
+        }
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Not built from agent specs: it holds a service and a store."""
+        return None
+
+    def get_toolset(self) -> FunctionToolset[Any] | None:
+        """The Read/Grep/List toolset, unless ``include_spill_tools`` is off."""
+        return spill_toolset(self.spill_tools) if self.include_spill_tools else None
+
+    async def after_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: Any,
+        result: Any,
+    ) -> Any:
+        """Pass the tool's return value through the service (see the module docstring)."""
+        if call.tool_name in self.exempt:
+            return result
+        capper = self._cappers.get(call.tool_name, self._default)
+        return await _cap_value(
+            capper, result, tool_name=call.tool_name, tool_call_id=call.tool_call_id
+        )
+
+
+def _json_text(value: Any) -> str:
+    """The text pydantic-ai sends for a non-``str`` value (its JSON; a JSON string unquoted)."""
+    dumped = tool_return_ta.dump_json(value, by_alias=True)
+    if dumped.startswith(b'"'):
+        text: str = pydantic_core.from_json(dumped)
+        return text
+    return dumped.decode()
+
+
+async def _cap_value(capper: Capper, value: Any, *, tool_name: str, tool_call_id: str) -> Any:
+    if isinstance(value, ToolReturn):
+        inner = await _cap_value(
+            capper, value.return_value, tool_name=tool_name, tool_call_id=tool_call_id
+        )
+        return (
+            value if inner is value.return_value else dataclasses.replace(value, return_value=inner)
+        )
+    if isinstance(value, str):
+        return await capper.acap_value(value, tool_name=tool_name, tool_call_id=tool_call_id)
+    if value is None or is_multi_modal_content(value):
+        return value
+    if isinstance(value, list | tuple):
+        files = [item for item in value if is_multi_modal_content(item)]
+        data = [item for item in value if not is_multi_modal_content(item)]
+        if not data:
+            return value
+        if files:  # pydantic-ai sends the data without the files (one item unwrapped)
+            shown = data[0] if len(data) == 1 else data
+            text = shown if isinstance(shown, str) else _json_text(shown)
+            capped = await capper.acap_items(
+                [text, *files],
+                text_of=lambda item: item if isinstance(item, str) else None,
+                make_text=str,
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+            )
+            return value if capped is None else capped
+    text = _json_text(value)
+    capped_text = await capper.acap_value(text, tool_name=tool_name, tool_call_id=tool_call_id)
+    return value if capped_text is text else capped_text
