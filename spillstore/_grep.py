@@ -233,6 +233,27 @@ def required_literal(pattern: str) -> str | None:
     start, best = max(runs, key=lambda run: len(run[1].encode("utf-8")))
     if len(best.encode("utf-8")) < MIN_PREFILTER_BYTES or not pattern[:start].strip("^"):
         return None
+    return _rare_start(best)
+
+
+_COMMON_FIRST = " etaoinsrhldcumfpgwybvkxjqz0123456789=:.,-_/[]()\"'"
+"""Bytes by how common they are in typical tool output, most common first."""
+
+
+def _rare_start(literal: str) -> str:
+    """The suffix of ``literal`` (at least 3 bytes) starting at its least common character.
+
+    RE2 finds a literal by looking for its first byte, so ``" ms NEEDLE"`` is found far
+    faster as ``"NEEDLE"``: spaces are everywhere, capitals are rare.
+    """
+    best, best_rank = literal, -1
+    for i, char in enumerate(literal):
+        if len(literal[i:].encode("utf-8")) < MIN_PREFILTER_BYTES:
+            break
+        rank = _COMMON_FIRST.find(char)
+        rank = len(_COMMON_FIRST) if rank < 0 else rank
+        if rank > best_rank:
+            best, best_rank = literal[i:], rank
     return best
 
 
