@@ -1,0 +1,369 @@
+"""LangChain integration: agent middleware, a ``BaseTool`` wrapper, and Read/Grep/List tools.
+
+Needs LangChain 1.x (``langchain-core``, and ``langchain`` for agent middleware):
+``pip install "spillstore[langchain]"``.
+
+Example::
+
+    from langchain.agents import create_agent
+    from spillstore import LocalStore, TruncationService
+    from spillstore.langchain import SpillMiddleware
+
+    service = TruncationService(LocalStore())
+    agent = create_agent(model, tools=[run_shell], middleware=[SpillMiddleware(service)])
+
+:class:`SpillMiddleware` implements ``wrap_tool_call`` (and ``awrap_tool_call``): every
+``ToolMessage`` a tool produces passes through the service, named by its
+``tool_call_id``, and the middleware registers ``read_spill``, ``grep_spill`` and
+``list_spills`` with the agent. :func:`wrap_tool` wraps one ``BaseTool`` instead, for
+graphs built by hand (``ToolNode``) or tools called directly.
+
+Content keeps its shape: a ``str`` stays a ``str`` (the pointer when cut); a list of
+content blocks keeps its non-text blocks (images, files) in order after the pointer,
+text blocks being the output. ``status``, ``artifact``, the name and the call id are
+kept. ``Command`` results (a tool updating graph state) pass through untouched, as do
+exceptions. A direct call without a tool call id (``tool.invoke({"x": 1})``) caps the
+raw value as :func:`spillstore.wrap` does, with the call id ``"unknown"``.
+"""
+
+from __future__ import annotations
+
+try:
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool, StructuredTool
+except ImportError as exc:  # pragma: no cover - the test environment has langchain
+    raise ImportError(
+        'spillstore.langchain needs LangChain: pip install "spillstore[langchain]"'
+    ) from exc
+
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import Any, Final
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.runnables import RunnableConfig
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
+from pydantic import ConfigDict, PrivateAttr
+
+from spillstore._errors import ConfigError
+from spillstore._service import TruncationService
+from spillstore._tools import SpillTools
+from spillstore._wrap import UNKNOWN_CALL_ID, Capper, model_text
+
+__all__ = ["SpillMiddleware", "SpillTool", "spill_tools", "wrap_tool"]
+
+_TEXT: Final = "text"
+
+
+def spill_tools(
+    service: TruncationService | None = None, *, tools: SpillTools | None = None
+) -> list[BaseTool]:
+    """Read, Grep and List as LangChain tools (schemas from spillstore's models).
+
+    Args:
+        service: the service whose store and session the tools read (default
+            ``TruncationService()``); ignored when ``tools`` is given.
+        tools: the spill tools to expose (their names are the tool names).
+    """
+    if tools is None:
+        service = service if service is not None else TruncationService()
+        tools = SpillTools(service.store, session=service.session)
+    out: list[BaseTool] = []
+    for schema in tools.schemas("openai"):
+        function = schema["function"]
+        name = function["name"]
+        out.append(
+            StructuredTool.from_function(
+                func=_sync_spill(tools, name),
+                coroutine=_async_spill(tools, name),
+                name=name,
+                description=function["description"],
+                args_schema=function["parameters"],
+            )
+        )
+    return out
+
+
+_spill_tool_list = spill_tools
+"""The function under another name, for parameters called ``spill_tools``."""
+
+
+def _sync_spill(tools: SpillTools, name: str) -> Callable[..., str]:
+    def call(**arguments: Any) -> str:
+        return model_text(tools.call(name, arguments))
+
+    return call
+
+
+def _async_spill(tools: SpillTools, name: str) -> Callable[..., Awaitable[str]]:
+    async def call(**arguments: Any) -> str:
+        return model_text(await tools.acall(name, arguments))
+
+    return call
+
+
+# --------------------------------------------------------------------------- content
+
+
+def _text_of(block: Any) -> str | None:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") == _TEXT:
+        text = block.get(_TEXT)
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _text_block(text: str) -> dict[str, str]:
+    return {"type": _TEXT, _TEXT: text}
+
+
+def _cap_message(capper: Capper, message: ToolMessage, tool_name: str) -> ToolMessage:
+    content = message.content
+    call_id = message.tool_call_id or UNKNOWN_CALL_ID
+    name = message.name or tool_name
+    if isinstance(content, str):
+        capped: Any = capper.cap_value(content, tool_name=name, tool_call_id=call_id)
+        changed = capped is not content
+    else:
+        capped = capper.cap_items(
+            content, text_of=_text_of, make_text=_text_block, tool_name=name, tool_call_id=call_id
+        )
+        changed = capped is not None
+    return message.model_copy(update={"content": capped}) if changed else message
+
+
+async def _acap_message(capper: Capper, message: ToolMessage, tool_name: str) -> ToolMessage:
+    content = message.content
+    call_id = message.tool_call_id or UNKNOWN_CALL_ID
+    name = message.name or tool_name
+    if isinstance(content, str):
+        capped: Any = await capper.acap_value(content, tool_name=name, tool_call_id=call_id)
+        changed = capped is not content
+    else:
+        capped = await capper.acap_items(
+            content, text_of=_text_of, make_text=_text_block, tool_name=name, tool_call_id=call_id
+        )
+        changed = capped is not None
+    return message.model_copy(update={"content": capped}) if changed else message
+
+
+def _cap_output(capper: Capper, output: Any, tool_name: str) -> Any:
+    if isinstance(output, ToolMessage):
+        return _cap_message(capper, output, tool_name)
+    if isinstance(output, Command):
+        return output
+    return capper.cap_value(output, tool_name=tool_name, tool_call_id=UNKNOWN_CALL_ID)
+
+
+async def _acap_output(capper: Capper, output: Any, tool_name: str) -> Any:
+    if isinstance(output, ToolMessage):
+        return await _acap_message(capper, output, tool_name)
+    if isinstance(output, Command):
+        return output
+    return await capper.acap_value(output, tool_name=tool_name, tool_call_id=UNKNOWN_CALL_ID)
+
+
+# --------------------------------------------------------------------------- middleware
+
+
+class SpillMiddleware(AgentMiddleware):
+    """Agent middleware: caps every tool result and adds Read/Grep/List to the agent.
+
+    Args:
+        service: the service; by default ``TruncationService()`` (made now).
+        spill_tools: the spill tools to register (default: over the service's store
+            and session); their names are exempt from capping.
+        include_spill_tools: register Read/Grep/List with the agent.
+        budgets: per-tool inline budgets by tool name (ints or sizes such as ``"20KB"``).
+        exempt: names of tools whose results pass through untouched.
+
+    Raises:
+        ConfigError: a bad budget.
+    """
+
+    def __init__(
+        self,
+        service: TruncationService | None = None,
+        *,
+        spill_tools: SpillTools | None = None,
+        include_spill_tools: bool = True,
+        budgets: Mapping[str, int | str] | None = None,
+        exempt: Collection[str] = (),
+    ) -> None:
+        super().__init__()
+        self.service = service if service is not None else TruncationService()
+        tools = (
+            spill_tools
+            if spill_tools is not None
+            else SpillTools(self.service.store, session=self.service.session)
+        )
+        self.spill = tools
+        self.tools = _spill_tool_list(tools=tools) if include_spill_tools else []
+        self.exempt = frozenset(exempt) | {tools.names.read, tools.names.grep, tools.names.list}
+        self._default = Capper(self.service)
+        self._cappers = {
+            name: Capper(self.service, max_bytes=size) for name, size in (budgets or {}).items()
+        }
+
+    def _capper(self, request: ToolCallRequest) -> Capper | None:
+        name = request.tool_call["name"]
+        if name in self.exempt:
+            return None
+        return self._cappers.get(name, self._default)
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the tool, then pass its ``ToolMessage`` through the service."""
+        result = handler(request)
+        capper = self._capper(request)
+        if capper is None or not isinstance(result, ToolMessage):
+            return result
+        return _cap_message(capper, result, request.tool_call["name"])
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async twin of :meth:`wrap_tool_call`."""
+        result = await handler(request)
+        capper = self._capper(request)
+        if capper is None or not isinstance(result, ToolMessage):
+            return result
+        return await _acap_message(capper, result, request.tool_call["name"])
+
+
+# --------------------------------------------------------------------------- BaseTool wrapper
+
+
+class SpillTool(BaseTool):
+    """A ``BaseTool`` that runs another one and passes its output through the service.
+
+    It has the wrapped tool's name, description, argument schema and ``return_direct``;
+    the wrapped tool does the parsing, callbacks and error handling. Build it with
+    :func:`wrap_tool`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    wrapped: BaseTool
+    """The tool that does the work."""
+    func: Callable[..., Any] | None = None
+    """The wrapped tool's function, if it has one (LangGraph reads injected arguments here)."""
+    coroutine: Callable[..., Awaitable[Any]] | None = None
+    """The wrapped tool's coroutine, if it has one."""
+
+    _capper: Capper = PrivateAttr()
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("SpillTool.run delegates to the wrapped tool")  # pragma: no cover
+
+    def run(
+        self,
+        tool_input: str | dict[str, Any],
+        verbose: bool | None = None,
+        start_color: str | None = "green",
+        color: str | None = "green",
+        callbacks: Callbacks = None,
+        *,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        run_id: uuid.UUID | None = None,
+        config: RunnableConfig | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the wrapped tool, then cap its output."""
+        output = self.wrapped.run(
+            tool_input,
+            verbose,
+            start_color,
+            color,
+            callbacks,
+            tags=tags,
+            metadata=metadata,
+            run_name=run_name,
+            run_id=run_id,
+            config=config,
+            tool_call_id=tool_call_id,
+            **kwargs,
+        )
+        return _cap_output(self._capper, output, self.name)
+
+    async def arun(
+        self,
+        tool_input: str | dict[str, Any],
+        verbose: bool | None = None,
+        start_color: str | None = "green",
+        color: str | None = "green",
+        callbacks: Callbacks = None,
+        *,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        run_id: uuid.UUID | None = None,
+        config: RunnableConfig | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async twin of :meth:`run`."""
+        output = await self.wrapped.arun(
+            tool_input,
+            verbose,
+            start_color,
+            color,
+            callbacks,
+            tags=tags,
+            metadata=metadata,
+            run_name=run_name,
+            run_id=run_id,
+            config=config,
+            tool_call_id=tool_call_id,
+            **kwargs,
+        )
+        return await _acap_output(self._capper, output, self.name)
+
+
+def wrap_tool(
+    tool: BaseTool,
+    *,
+    service: TruncationService | None = None,
+    max_bytes: int | str | None = None,
+    exempt: bool = False,
+) -> SpillTool:
+    """Wrap a LangChain tool so its output passes through the service.
+
+    Wrapping a :class:`SpillTool` again wraps the original tool (it caps once; the new
+    options win).
+
+    Args:
+        tool: any ``BaseTool`` (``@tool`` functions, ``StructuredTool``, subclasses).
+        service: the service; by default ``TruncationService()``, made on first use.
+        max_bytes: this tool's inline budget (an int or a size such as ``"20KB"``).
+        exempt: pass this tool's outputs through untouched.
+
+    Raises:
+        ConfigError: ``tool`` is not a ``BaseTool``, or a bad override.
+    """
+    if not isinstance(tool, BaseTool):
+        raise ConfigError(f"wrap_tool needs a LangChain BaseTool; got {type(tool).__name__}")
+    capper = Capper(service, max_bytes=max_bytes, exempt=exempt)
+    inner = tool.wrapped if isinstance(tool, SpillTool) else tool
+    wrapped = SpillTool(
+        name=inner.name,
+        description=inner.description,
+        args_schema=inner.args_schema,
+        return_direct=inner.return_direct,
+        wrapped=inner,
+        func=getattr(inner, "func", None),
+        coroutine=getattr(inner, "coroutine", None),
+    )
+    wrapped._capper = capper
+    return wrapped
