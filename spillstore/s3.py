@@ -403,7 +403,7 @@ class _S3Sink(Sink):
         body = _Sidecar(data=self._token, meta=meta).model_dump_json().encode()
         try:
             with _s3_errors(f"cannot store spill {spill_id}", writing=True):
-                obstore.put(store._object_store, key, body, mode="create")
+                written = obstore.put(store._object_store, key, body, mode="create")
         except AlreadyExistsError:
             existing = store._load(self._session, spill_id)
             if existing is None:
@@ -422,18 +422,18 @@ class _S3Sink(Sink):
                 ) from None
             self.discard()  # an identical spill exists: drop our copy, return it
             return existing_meta
-        except StoreError:
+        except StoreError as failure:
             # A timeout or a lost reply: the sidecar may exist. Read it back before
             # deleting anything it could point at.
             try:
                 existing = store._load(self._session, spill_id)
             except (SpillstoreError, OSError):
                 self._keep = True
-                raise
+                raise failure from failure.__cause__
             if existing is not None and existing[1] == self._token:
                 return existing[0]
             raise
-        store._remember(spill_id, self._session, meta, self._token)
+        store._remember(spill_id, self._session, meta, self._token, written["e_tag"])
         return meta
 
     def discard(self) -> None:
@@ -546,7 +546,8 @@ class S3Store(Store):
         self._upload_concurrency = upload_concurrency
         self._cache_lock = threading.Lock()
         self._sessions: OrderedDict[str, str] = OrderedDict()
-        self._tokens: OrderedDict[str, tuple[str, float, str]] = OrderedDict()
+        # spill id -> (sha256, created_at, data token, sidecar ETag)
+        self._tokens: OrderedDict[str, tuple[str, float, str, str | None]] = OrderedDict()
 
     @property
     def bucket(self) -> str:
@@ -569,15 +570,22 @@ class S3Store(Store):
             raise ConfigError(f"key {key!r} under prefix {self._prefix!r} is too long")
         return key
 
-    def _remember(self, spill_id: str, session: str, meta: SpillMeta, token: str) -> None:
+    def _remember(
+        self, spill_id: str, session: str, meta: SpillMeta, token: str, e_tag: str | None
+    ) -> None:
         with self._cache_lock:
             _cache_put(self._sessions, spill_id, session)
-            _cache_put(self._tokens, spill_id, (meta.sha256, meta.created_at, token))
+            _cache_put(self._tokens, spill_id, (meta.sha256, meta.created_at, token, e_tag))
 
     # ----------------------------------------------------------------- small objects
 
     def _get_small(self, key: str, limit: int, what: str) -> bytes | None:
         """GET a whole small object; None if it does not exist."""
+        fetched = self._get_tagged(key, limit, what)
+        return None if fetched is None else fetched[0]
+
+    def _get_tagged(self, key: str, limit: int, what: str) -> tuple[bytes, str | None] | None:
+        """GET a whole small object and its ETag; None if it does not exist."""
         try:
             with _s3_errors(f"cannot read {what}"):
                 result = obstore.get(self._object_store, key)
@@ -585,19 +593,20 @@ class S3Store(Store):
                     raise StoreError(
                         errno.EFBIG, f"{what} is implausibly large ({result.meta['size']} bytes)"
                     )
-                return bytes(result.bytes())
+                return bytes(result.bytes()), result.meta["e_tag"]
         except FileNotFoundError:
             return None
 
     def _load(self, session: str, spill_id: str) -> tuple[SpillMeta, str] | None:
         """Read a sidecar: (metadata, data token), or None if there is none."""
-        raw = self._get_small(
+        fetched = self._get_tagged(
             self._key(session, f"{spill_id}.json"),
             _MAX_SIDECAR_BYTES,
             f"the sidecar of spill {spill_id}",
         )
-        if raw is None:
+        if fetched is None:
             return None
+        raw, e_tag = fetched
         try:
             sidecar = _Sidecar.model_validate_json(raw)
         except ValidationError as exc:
@@ -607,7 +616,7 @@ class S3Store(Store):
             raise StoreError(
                 errno.EINVAL, f"the sidecar of spill {spill_id} names another spill or session"
             )
-        self._remember(spill_id, session, meta, sidecar.data)
+        self._remember(spill_id, session, meta, sidecar.data, e_tag)
         return meta, sidecar.data
 
     def _tombstone(self, session: str, spill_id: str) -> tuple[str | None, float | None] | None:
@@ -834,7 +843,11 @@ class S3Store(Store):
             _, objects = self._list_keys(self._key(name, "data"))
             if not objects:
                 continue
-            referenced = {token for _, token in self._sidecars(name)}
+            try:
+                referenced = self._referenced(name)
+            except StoreError as exc:  # never guess: an unread sidecar may own any object
+                logger.warning("not collecting leftovers of session %s: %s", name, exc)
+                continue
             cut = len(name) + 1
             for obj in objects:
                 relative = obj["path"][cut:]
@@ -859,27 +872,33 @@ class S3Store(Store):
                 )
         return found
 
-    def _sidecars(self, session: str) -> builtins.list[tuple[str, str]]:
-        """(spill id, data token) of every sidecar of a session (cached tokens reused)."""
+    def _referenced(self, session: str) -> set[str]:
+        """The data tokens the sidecars of a session point at, read fresh.
+
+        A cached token is reused only while the sidecar's ETag is the one it was read
+        with: a spill removed and stored again by another worker has a new token.
+
+        Raises:
+            StoreError: a sidecar could not be read (then nothing is an orphan).
+        """
         _, objects = self._list_keys(self._key(session))
-        ids = [
-            obj["path"][len(session) + 1 : -5]
+        cut = len(session) + 1
+        listed = [
+            (obj["path"][cut:-5], obj["e_tag"])
             for obj in objects
-            if obj["path"].endswith(".json") and is_spill_id(obj["path"][len(session) + 1 : -5])
+            if obj["path"].endswith(".json") and is_spill_id(obj["path"][cut:-5])
         ]
 
-        def token(spill_id: str) -> tuple[str, str] | None:
+        def token(item: tuple[str, str | None]) -> str:
+            spill_id, e_tag = item
             with self._cache_lock:
                 cached = self._tokens.get(spill_id)
-            if cached is not None:
-                return spill_id, cached[2]
-            try:
-                loaded = self._load(session, spill_id)
-            except StoreError:
-                return None
-            return None if loaded is None else (spill_id, loaded[1])
+            if cached is not None and e_tag is not None and cached[3] == e_tag:
+                return cached[2]
+            loaded = self._load(session, spill_id)
+            return "" if loaded is None else loaded[1]
 
-        return [pair for pair in _fan_out(token, ids) if pair is not None]
+        return set(_fan_out(token, listed))
 
     def _deleter(self, key: str) -> Callable[[], None]:
         def remove() -> None:

@@ -304,6 +304,23 @@ def test_gc_removes_orphans_of_dead_writers_after_the_grace(s3_store: S3Store) -
     assert s3_store.read_bytes(kept.spill_id, 0, 5) == b"kept\n"
 
 
+def test_leftover_scan_never_trusts_a_stale_token(make_s3: MakeS3, clock: FakeClock) -> None:
+    """A token cached before another worker removed and re-stored a spill is not trusted.
+
+    gc lists (and so re-reads) every sidecar before it looks for leftovers, so this calls
+    the leftover scan itself, as a cleaner whose listing raced with that worker would.
+    """
+    worker_a, worker_b = make_s3(clock=clock), make_s3(clock=clock)
+    data = _log(1_000)
+    meta = worker_a.put(data, **KW)
+    worker_b.delete(meta.spill_id)
+    again = worker_b.put(data, **KW)  # same id, same created_at, new data objects
+    assert again.spill_id == meta.spill_id
+    assert worker_a._orphans(None, now=time.time() + 3600, grace=600) == []
+    assert worker_a.gc(now=time.time() + 3600, grace=600).entries == ()
+    assert worker_b.read_bytes(again.spill_id, 0, len(data)) == data
+
+
 def test_clean_takes_the_session_prefix_and_nothing_else(s3_store: S3Store) -> None:
     """clean(session) removes its spills and old orphans; other sessions stay whole."""
     gone = s3_store.put(b"a\n", session="s1", tool_name="t", tool_call_id="1")
