@@ -165,8 +165,14 @@ PREVIEW_BYTES = 100
 _MIN_LINE_ROOM = 16
 """A Read page stops when less than this many bytes remain for the next line."""
 
-_NOTE_BYTES = 160
-"""An upper bound of a Grep note's size, spill ids excluded."""
+_NOTE_BYTES = 200
+"""An upper bound of a Grep note's size, its spill id excluded."""
+
+_MAX_NOTES = 2
+"""Grep names at most this many spills it could not search in full (then a count)."""
+
+_ECHO_CHARS = 100
+"""Grep repeats at most this many characters of the pattern in its title and hints."""
 
 META_CACHE_SIZE = 256
 """Spill metadata kept by Read (ids are content-derived: metadata never changes)."""
@@ -343,7 +349,8 @@ def _char_cut(raw: bytes, limit: int) -> int:
     return cut
 
 
-def _decoded_size(text: str) -> int:
+def _size(text: str) -> int:
+    """The UTF-8 size of text that holds no lone surrogates (decoded or rendered text)."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
@@ -359,12 +366,12 @@ def _fit(raw: bytes, max_size: int) -> tuple[int, str, bool]:
     except UnicodeDecodeError:
         pass
     text = piece.decode("utf-8", "replace")
-    if _decoded_size(text) <= max_size:
+    if _size(text) <= max_size:
         return cut, text, True
     low, high = 0, cut  # invariant: raw[:low] fits, raw[:high] does not
     while high - low > 1:
         middle = (low + high) // 2
-        if _decoded_size(raw[:middle].decode("utf-8", "replace")) <= max_size:
+        if _size(raw[:middle].decode("utf-8", "replace")) <= max_size:
             low = middle
         else:
             high = middle
@@ -374,10 +381,6 @@ def _fit(raw: bytes, max_size: int) -> tuple[int, str, bool]:
 
 def _is_continuation(byte: int) -> bool:
     return byte & 0xC0 == 0x80
-
-
-def _size(text: str) -> int:
-    return _decoded_size(text)
 
 
 def _lines_label(first: int, last: int) -> str:
@@ -873,13 +876,8 @@ class SpillTools:
             )
             raw = raw[skip:]
             start += skip
-        if start + len(raw) < range_end or len(raw) > limit:
-            cut = _char_cut(raw, limit)
-            if cut == 0:
-                cut = min(limit, len(raw))
-        else:
-            cut = len(raw)
-        cut, text, lossy = _fit(raw[:cut], limit)
+        # raw runs past limit whenever more bytes follow, so the cut sees the next byte.
+        cut, text, lossy = _fit(raw, limit)
         end = start + cut
         if lossy:
             notes.append("invalid UTF-8 bytes are shown as U+FFFD")
@@ -1392,7 +1390,11 @@ class _Search:
         return f"in the {len(self.metas)} spills of session {_quote(self.tools.session)}"
 
     def _title(self) -> str:
-        pattern = _quote(self.args.pattern, 200)
+        pattern = json.dumps(
+            self.args.pattern[:_ECHO_CHARS]
+            + ("..." if len(self.args.pattern) > _ECHO_CHARS else ""),
+            ensure_ascii=False,
+        )
         flags = []
         if self.args.ignore_case:
             flags.append("ignore_case")
@@ -1403,7 +1405,7 @@ class _Search:
 
     def _again(self, offset: int) -> str:
         args = self.args
-        if len(args.pattern) > 200:
+        if len(args.pattern) > _ECHO_CHARS:
             return f"{self.tools.names.grep}(<the same arguments>, offset={offset})"
         parts = [f"pattern={json.dumps(args.pattern, ensure_ascii=False)}"]
         if args.spill is not None:
@@ -1425,16 +1427,22 @@ class _Search:
         return f"{self.tools.names.grep}({', '.join(parts)})"
 
     def _gap_notes(self) -> list[str]:
-        notes = self.unsearched[:3]
-        if len(self.unsearched) > 3:
-            notes.append(f"and {len(self.unsearched) - 3} more spills not searched in full")
+        notes = self.unsearched[:_MAX_NOTES]
+        if len(self.unsearched) > _MAX_NOTES:
+            more = len(self.unsearched) - _MAX_NOTES
+            notes.append(f"and {more} more spills not searched in full")
         return notes
 
     def _overhead(self) -> int:
+        """An upper bound of the title, notes and hint sizes (the rest is for results)."""
         big = MAX_SAFE_INT
-        title = self._title() + f": matching lines {big}-{big}"
+        title = self._title() + f": matching lines {big}-{big} (more below)"
         hint = f"-- more results: call {self._again(big)} --"
-        notes = 4 * (_NOTE_BYTES + 2 * max((len(m.spill_id) for m in self.metas), default=0))
+        id_bytes = max((len(m.spill_id) for m in self.metas), default=0)
+        if self.single:
+            notes = 0 if self.metas[0].complete else _NOTE_BYTES + id_bytes
+        else:
+            notes = (_MAX_NOTES + 1) * (_NOTE_BYTES + id_bytes)
         return _size(title) + _size(hint) + notes + 16
 
     def _each(self) -> Iterator[tuple[SpillMeta, builtins.list[Haystack], LineIndex]]:

@@ -479,3 +479,17 @@ def test_prefilter_never_changes_the_hits(
         )
     )
     assert [n for _, n, _ in hits(text)] == [hit[0] for hit in iter_hits(hay, plain, index)]
+
+
+def test_long_non_ascii_patterns_leave_room_for_results() -> None:
+    """A long pattern is echoed in part; even at the smallest page cap results still show."""
+    store = MemoryStore()
+    pattern = "😀" * 150
+    spill = put(store, ("x\n" + pattern + "\n") * 50)
+    tools = SpillTools(store, max_page_bytes=MIN_PAGE_BYTES)
+    text = text_of(tools.grep(pattern, head_limit=0))
+    assert len(text.encode()) <= MIN_PAGE_BYTES
+    assert hits(text), text
+    assert text.endswith("grep_spill(<the same arguments>, offset=1) --")
+    single = text_of(tools.grep(pattern, spill, head_limit=0))
+    assert len(single.encode()) <= MIN_PAGE_BYTES and hits(single)
