@@ -33,12 +33,24 @@ deleted. Uploads that die with their process are unreferenced ``data/`` objects 
 ``gc`` removes after the grace period (and incomplete multipart uploads are invisible;
 a bucket lifecycle rule should abort them after a day).
 
-Reads are ranged GETs (a Read of line 5,000,000 fetches an index block and the page,
-never the object); Grep (:meth:`~spillstore.Store.segments`) downloads the stored bytes
-once, into memory up to :data:`SPOOL_MIN_BYTES` and otherwise streamed into an
-anonymous temporary file that is ``mmap``-ed, so memory stays bounded for any size.
-Listing uses the ``/`` delimiter, so session ``s1`` never lists ``s10``. ``gc`` and
-``clean`` work by prefix; removal leaves a tombstone so a read says "expired".
+Reads are ranged GETs: every operation reads the sidecar (which also proves the spill
+still exists), and a Read of line 5,000,000 then fetches the first index block and,
+extending that GET, the rest of the page: never the object. Grep
+(:meth:`~spillstore.Store.segments`) downloads the stored bytes once, into memory up to
+:data:`SPOOL_MIN_BYTES` and otherwise streamed into an anonymous temporary file that is
+``mmap``-ed, so memory stays bounded for any size (the Grep engine scans one buffer per
+stored range). Listing uses the ``/`` delimiter, so session ``s1`` never lists ``s10``.
+``gc`` and ``clean`` work by prefix; removal writes a tombstone, then deletes the sidecar
+(the spill is gone from then on), then the data, so a read says "expired". One cleaner
+runs at a time across the fleet: a lease object taken with ``If-None-Match`` and, once
+lapsed, taken over with ``If-Match`` on its ETag. Spills have no file path
+(``meta.path`` is None): refer to them by id.
+
+The async twins are the shared ones (one worker-thread hop per operation; obstore's
+sync calls release the GIL). obstore's native async API was measured against them (see
+benchmarks/RESULTS.md): it opened one connection per task and was slower at 200
+concurrent reads, and its futures are asyncio-only while the store's async API runs on
+any anyio backend.
 
 Every key is built by one function that refuses empty or ``.``/``..`` segments,
 backslashes, NUL and other control characters, and keys over 1,024 UTF-8 bytes.
@@ -134,7 +146,6 @@ _MAX_INDEX_BYTES = 1 << 30
 _CACHE_SIZE = 65536
 _IDS = "_ids"
 _LOCK = "_cleaner.lock"
-_TOKEN_RE = re.compile(r"[0-9a-f]{32}")
 _DATA_RE = re.compile(r"data/([0-9a-f]{32})\.(?:out|idx)")
 _MIN_PART_BYTES = 5 << 20
 _MAX_PART_BYTES = 5 << 30
