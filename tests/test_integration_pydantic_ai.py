@@ -1,7 +1,11 @@
-"""spillstore.pydantic_ai: agent runs with pydantic-ai's test models get pointers and spills."""
+"""spillstore.pydantic_ai: agent runs with pydantic-ai's test models get pointers and spills.
+
+Runs use ``asyncio.run(agent.run(...))``: ``run_sync`` leaves its event loop open on purpose.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -82,7 +86,7 @@ def test_pointer_then_read_spill_returns_the_exact_bytes(service: TruncationServ
         """Recent click events."""
         return BIG
 
-    result = agent.run_sync("what happened?")
+    result = asyncio.run(agent.run("what happened?"))
     assert result.output == "nothing unusual"
     assert utf8_size(seen["pointer"]) <= service.settings.max_bytes
     assert "tool events (call call_events)" in seen["pointer"]
@@ -99,7 +103,7 @@ def test_test_model_sees_the_pointer(service: TruncationService) -> None:
         """Recent click events."""
         return BIG
 
-    result = agent.run_sync("go")
+    result = asyncio.run(agent.run("go"))
     (part,) = [p for p in returns(result.all_messages()).values() if p.tool_name == "events"]
     assert isinstance(part.content, str)
     assert part.content.startswith("[spillstore] The output of tool events")
@@ -121,7 +125,7 @@ def run_tool(service: TruncationService, value: Any, **options: Any) -> ToolRetu
         """A tool."""
         return value
 
-    return returns(agent.run_sync("go").all_messages())["c1"]
+    return returns(asyncio.run(agent.run("go")).all_messages())["c1"]
 
 
 def test_small_and_non_text_values_pass_through(service: TruncationService) -> None:
@@ -181,4 +185,4 @@ def test_tool_exceptions_are_not_results(service: TruncationService) -> None:
         raise LookupError("no such table")
 
     with pytest.raises(LookupError, match="no such table"):
-        agent.run_sync("go")
+        asyncio.run(agent.run("go"))
