@@ -1,11 +1,15 @@
 """MCP proxy benchmark: big results and per-call overhead, proxy vs direct, in one run.
 
 Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
-``--size-mb 100`` (the big result), ``--rounds 3``, ``--small-calls 100``,
-``--small-rounds 15``, ``--sdk-big`` (also time the SDK's stdio client on the big result),
-``--ctxtual PATH`` (a ``ctxtual`` executable to compare with;
-``pip install ctxtual`` in a throwaway venv), ``--ctxtual-max-mb 10`` (ctxtual's stdio
-client is quadratic: 100 MB would take about ten minutes, so larger sizes are skipped).
+
+- ``--size-mb 100``: the big result; ``--rounds 3``; ``--small-calls 100``,
+  ``--small-rounds 15``; ``--skip-small``: only the big results;
+- ``--retention off``: the proxy stores whole outputs (default: the 10 MiB retention cap
+  keeps the first 9 MiB and the last 1 MiB of a larger output);
+- ``--sdk-big``: also time the SDK's own stdio client on the big result (quadratic);
+- ``--ctxtual PATH``: a ``ctxtual`` executable to compare with (``pip install
+  "ctxtual[mcp]"`` in a throwaway venv); ``--ctxtual-max-mb 10``: sizes above this are
+  not run through ctxtual (its stdio client is quadratic too).
 
 What is measured (every scenario in a fresh worker process, the upstream always
 ``tests/mcp_servers/big.py``, an SDK low-level server; rounds interleaved):
@@ -206,9 +210,15 @@ def main() -> None:
     parser.add_argument("--size-mb", type=float, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--small-calls", type=int, default=100)
+    parser.add_argument("--skip-small", action="store_true", help="only the big results")
     parser.add_argument("--small-rounds", type=int, default=15)
     parser.add_argument("--ctxtual", default="")
     parser.add_argument("--ctxtual-max-mb", type=float, default=10)
+    parser.add_argument(
+        "--retention",
+        default=None,
+        help='SPILLSTORE_RETENTION_BYTES for the proxy (default 10MiB; "off" stores it all)',
+    )
     parser.add_argument(
         "--sdk-big", action="store_true", help="also time the SDK's stdio client on the big result"
     )
@@ -216,8 +226,12 @@ def main() -> None:
     if args.worker:
         _worker(args.worker)
         return
+    if args.retention is not None:
+        os.environ["SPILLSTORE_RETENTION_BYTES"] = args.retention
     print(f"machine: {machine()}")
     print(f"date: {time.strftime('%Y-%m-%d')}")
+    retention = os.environ.get("SPILLSTORE_RETENTION_BYTES", "default (10MiB)")
+    print(f"proxy retention cap (SPILLSTORE_RETENTION_BYTES): {retention}")
     size = int(args.size_mb * MB)
     kinds = ["direct", "sdk", "proxy"] if args.sdk_big else ["direct", "proxy"]
     if args.ctxtual and size <= args.ctxtual_max_mb * MB:
@@ -227,6 +241,8 @@ def main() -> None:
     _big_table(5 * MB, small_kinds, args.rounds, args.ctxtual, limit=300)
     if args.ctxtual and args.ctxtual_max_mb >= 10 and size != 10 * MB:
         _big_table(10 * MB, ["direct", "sdk", "proxy", "ctxtual"], 1, args.ctxtual, limit=300)
+    if args.skip_small:
+        return
     small = _spawn("small", str(args.small_calls), str(args.small_rounds), timeout=600)
     if small is not None:
         direct, proxy = small["direct"], small["proxy"]
