@@ -1,4 +1,4 @@
-"""The Grep engine: linear-time matching over a spill's stored bytes, line by line.
+r"""The Grep engine: linear-time matching over a spill's stored bytes, line by line.
 
 Patterns come from a model, so they never reach a backtracking engine. Every pattern is
 compiled by google-re2 and searched on **bytes** (RE2 is linear in the input whatever
@@ -13,6 +13,12 @@ A plain literal (no regex metacharacters, or ``literal=True``) is also searched 
 for ``find``. So the scanner asks RE2 for the next hit after a long gap, and ``find``
 while hits are less than :data:`DENSE_GAP_BYTES` apart (the crossover). Both engines
 give the same leftmost match of a literal, so the choice never changes a result.
+
+Two more things keep the per-hit cost down, both proven safe only for patterns whose
+matches cannot contain a newline (:func:`newline_free`): ``(?:pattern)[^\n]*`` finds a
+match and the end of its line in one RE2 call, and a regex without a literal prefix but
+with a required literal (``[0-9]+ ms NEEDLE``) is searched for that literal first
+(:func:`required_literal`), since RE2 is fast only from a literal prefix.
 
 Line numbers come from the spill's sparse line index: the first hit of a run counts
 newlines from its nearest checkpoint, later hits count from the previous hit, so the
@@ -47,11 +53,15 @@ __all__ = [
     "compile_pattern",
     "count_matching_lines",
     "iter_hits",
+    "newline_free",
     "render_plain",
+    "required_literal",
 ]
 
 REGEX_METACHARACTERS = frozenset(".^$*+?()[]{}|\\")
 """A pattern without any of these is a plain literal."""
+
+_NEWLINE = 0x0A
 
 DENSE_GAP_BYTES = 1600
 """Below this gap between hits, ``find`` beats an RE2 call for a literal (measured)."""
@@ -113,6 +123,12 @@ class Matcher:
             ``find``), else None.
         raw: RE2's search for the next match span (see :data:`RawMatch`).
         anchor: the unanchored-search constant ``raw`` takes.
+        prefilter: RE2's search for a literal every match contains (see
+            :func:`required_literal`), when the pattern has one and no literal prefix.
+        to_line_end: RE2's search for ``(?:pattern)[^\\n]*``, when no match can span a
+            line: one call gives where the next matching line's match starts and where
+            that line ends (the hot loops then skip a ``find`` per hit). RE2 reads UTF-8,
+            so ``[^\\n]*`` stops early at an invalid byte; the callers check for that.
     """
 
     pattern: str
@@ -120,6 +136,7 @@ class Matcher:
     raw: RawMatch
     anchor: Any
     prefilter: RawMatch | None = None
+    to_line_end: RawMatch | None = None
 
     def searcher(self, buf: Buffer) -> Callable[[int, int], tuple[int, int]]:
         """Return ``search(pos, end) -> (start, end)`` of the next match, ``(-1, -1)`` if none.
@@ -220,14 +237,9 @@ def required_literal(pattern: str) -> str | None:
     the longest run is a prefix of the pattern (RE2 accelerates literal prefixes
     itself) or is shorter than :data:`MIN_PREFILTER_BYTES` bytes.
     """
-    if "|" in pattern or "(?" in pattern.replace("(?:", ""):
+    if "|" in pattern or not newline_free(pattern):
         return None
-    if any(piece in pattern for piece in _NEWLINE_CAPABLE):
-        return None
-    try:
-        runs = _literal_runs(pattern)
-    except _GiveUp:
-        return None
+    runs = _literal_runs(pattern)
     if not runs:
         return None
     start, best = max(runs, key=lambda run: len(run[1].encode("utf-8")))
@@ -255,6 +267,24 @@ def _rare_start(literal: str) -> str:
         if rank > best_rank:
             best, best_rank = literal[i:], rank
     return best
+
+
+def newline_free(pattern: str) -> bool:
+    """Whether no match of ``pattern`` can contain a newline, as far as a cautious scan sees.
+
+    False for flags (``(?s)`` lets ``.`` match one), escapes that may match a newline
+    (``\\n``, ``\\s``, ``\\W``, ``\\x0a``, ...), negated or escaped classes and ranges
+    that span it, and anything it cannot parse.
+    """
+    if "(?" in pattern.replace("(?:", ""):
+        return False
+    if any(piece in pattern for piece in _NEWLINE_CAPABLE):
+        return False
+    try:
+        _literal_runs(pattern)
+    except _GiveUp:
+        return False
+    return True
 
 
 def _literal_runs(pattern: str) -> list[tuple[int, str]]:
@@ -419,7 +449,30 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, literal: bool = 
             required.encode("utf-8"), _options(ignore_case=ignore_case, literal=True)
         )
         prefilter = _binding(literal_regex)[0]
-    return Matcher(pattern=pattern, needle=needle, raw=raw, anchor=anchor, prefilter=prefilter)
+    to_line_end = None
+    if is_literal and b"\n" not in encoded:
+        to_line_end = _line_program(re2.escape(encoded), ignore_case)
+    elif not is_literal and prefilter is None and newline_free(pattern):
+        to_line_end = _line_program(b"(?m)" + encoded, ignore_case)
+    return Matcher(
+        pattern=pattern,
+        needle=needle,
+        raw=raw,
+        anchor=anchor,
+        prefilter=prefilter,
+        to_line_end=to_line_end,
+    )
+
+
+def _line_program(body: bytes, ignore_case: bool) -> RawMatch | None:
+    """RE2's search for ``(?:body)[^\\n]*``: a match, then the rest of its line."""
+    try:
+        regex = re2.compile(
+            b"(?:" + body + b")[^\\n]*", _options(ignore_case=ignore_case, literal=False)
+        )
+    except re2.error:  # pragma: no cover - body compiled on its own already
+        return None
+    return _binding(regex)[0]
 
 
 def _unsupported(construct: str) -> str:
@@ -515,22 +568,32 @@ def count_matching_lines(hay: Haystack, matcher: Matcher, *, stop_after: int | N
             if stop_after is not None and count >= stop_after:
                 break
         return count
-    raw, anchor = matcher.raw, matcher.anchor
+    to_line_end, anchor = matcher.to_line_end, matcher.anchor
+    assert to_line_end is not None  # every newline-free literal has one
     find = buf.find
     size = len(needle)
     limit = hi if stop_after is None else stop_after
     count = 0
     dense = False
     pos = lo
-    while count < limit:
-        start = find(needle, pos, hi) if dense else raw(anchor, buf, pos, hi)[0][0]
-        if start < 0:
-            break
+    while count < limit and pos < hi:
+        if dense:
+            start = find(needle, pos, hi)
+            if start < 0:
+                break
+            line_end = find(b"\n", start + size, hi)
+            if line_end < 0:
+                line_end = hi
+        else:
+            start, line_end = to_line_end(anchor, buf, pos, hi)[0]
+            if start < 0:
+                break
+            if line_end < hi and buf[line_end] != _NEWLINE:  # stopped at invalid UTF-8
+                line_end = find(b"\n", line_end, hi)
+                if line_end < 0:
+                    line_end = hi
         count += 1
         dense = start - pos < DENSE_GAP_BYTES
-        line_end = find(b"\n", start + size, hi)
-        if line_end < 0:
-            break
         pos = line_end + 1
     return count
 
@@ -582,7 +645,9 @@ def render_plain(
     newlines = 0
     dense = False
     filtered = matcher.searcher(buf) if matcher.prefilter is not None else None
+    to_line_end = matcher.to_line_end
     while pos < hi:
+        line_end = -1
         if filtered is not None:
             match_start, match_end = filtered(pos, hi)
             if match_start < 0:
@@ -592,6 +657,13 @@ def render_plain(
             if match_start < 0:
                 break
             match_end = match_start + size
+        elif to_line_end is not None:
+            match_start, line_end = to_line_end(anchor, buf, pos, hi)[0]
+            if match_start < 0:
+                break
+            match_end = line_end
+            if line_end < hi and buf[line_end] != _NEWLINE:  # stopped at invalid UTF-8
+                line_end = -1
         else:
             match_start, match_end = raw(anchor, buf, pos, hi)[0]
             if match_start < 0:
@@ -602,9 +674,10 @@ def render_plain(
         line_start = newline + 1 if newline >= 0 else lo
         if line_start >= hi:
             break
-        line_end = find(b"\n", match_start, hi)
         if line_end < 0:
-            line_end = hi
+            line_end = find(b"\n", match_start, hi)
+            if line_end < 0:
+                line_end = hi
         pos = line_end + 1 if line_end + 1 > match_end else match_end
         if shown >= cap:
             return seen + shown + 1, shown, used, True
