@@ -235,3 +235,14 @@ def test_middleware_budgets_and_exempt(service: TruncationService) -> None:
     agent.invoke({"messages": [HumanMessage("go")]})
     assert utf8_size(results["c1"]) <= 3000
     assert results["c2"] == BIG
+
+
+def test_missing_framework_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without LangChain, importing the adapter fails with the exact pip install line."""
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
+    monkeypatch.delitem(sys.modules, "spillstore.langchain")
+    with pytest.raises(ImportError, match=re.escape('pip install "spillstore[langchain]"')):
+        importlib.import_module("spillstore.langchain")

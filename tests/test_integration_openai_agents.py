@@ -216,3 +216,14 @@ def test_spill_tools_have_schemas_and_answer_errors_as_text(store: MemoryStore) 
     ctx = ToolContext(context=None, tool_name="read_spill", tool_call_id="c1", tool_arguments="{}")
     answer = asyncio.run(invoke(ctx, json.dumps({"spill": "nope-00000000000000000000"})))
     assert "list_spills" in answer
+
+
+def test_missing_sdk_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the SDK, importing the adapter fails with the exact pip install line."""
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "agents", None)
+    monkeypatch.delitem(sys.modules, "spillstore.openai_agents")
+    with pytest.raises(ImportError, match=re.escape('pip install "spillstore[openai-agents]"')):
+        importlib.import_module("spillstore.openai_agents")

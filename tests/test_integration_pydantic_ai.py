@@ -186,3 +186,14 @@ def test_tool_exceptions_are_not_results(service: TruncationService) -> None:
 
     with pytest.raises(LookupError, match="no such table"):
         asyncio.run(agent.run("go"))
+
+
+def test_missing_framework_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without pydantic-ai, importing the adapter fails with the exact pip install line."""
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pydantic_ai", None)
+    monkeypatch.delitem(sys.modules, "spillstore.pydantic_ai")
+    with pytest.raises(ImportError, match=re.escape('pip install "spillstore[pydantic-ai]"')):
+        importlib.import_module("spillstore.pydantic_ai")
