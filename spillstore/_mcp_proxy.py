@@ -110,7 +110,6 @@ class _Connection:
     generation: int
     stop: anyio.Event = field(default_factory=anyio.Event)
     ended: anyio.Event = field(default_factory=anyio.Event)
-    end_reason: str | None = None
 
     @property
     def alive(self) -> bool:
