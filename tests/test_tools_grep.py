@@ -493,3 +493,31 @@ def test_long_non_ascii_patterns_leave_room_for_results() -> None:
     assert text.endswith("grep_spill(<the same arguments>, offset=1) --")
     single = text_of(tools.grep(pattern, spill, head_limit=0))
     assert len(single.encode()) <= MIN_PAGE_BYTES and hits(single)
+
+
+def test_pointer_next_calls_work_and_grep_finds_the_elided_middle(store: Store) -> None:
+    """Through the service: the pointer's Read call runs, and Grep finds a hidden needle."""
+    from spillstore._service import TruncationService
+
+    lines = [f"row {i:06d} ok" for i in range(1, 40_001)]
+    lines[20_000] = "row 020001 NEEDLE-in-the-elided-middle"
+    output = "\n".join(lines) + "\n"
+    service = TruncationService(store, session=SESSION)
+    result = service.truncate_for_model(output, tool_name="bash", tool_call_id="c1")
+    assert result.spill is not None and result.spill.spill_id is not None
+    pointer = result.content[0].text  # type: ignore[union-attr]
+    assert "NEEDLE" not in pointer
+    tools = SpillTools(store, session=SESSION)
+    found = re.search(r"Next: read_spill\(([^)]*)\)", pointer)
+    assert found is not None
+    arguments = {
+        key.strip(): value.strip().strip('"')
+        for key, value in (pair.split("=", 1) for pair in found.group(1).split(","))
+    }
+    call = {key: value if key == "spill" else int(value) for key, value in arguments.items()}
+    page = tools.call("read_spill", call)
+    assert not page.is_error
+    text = text_of(tools.grep("NEEDLE", result.spill.spill_id))
+    expected = output.encode()[: output.index("NEEDLE")].count(b"\n") + 1
+    assert hits(text) == [(None, expected, "row 020001 NEEDLE-in-the-elided-middle")]
+    assert expected == 20_001
