@@ -1241,6 +1241,35 @@ def demo(ctx: typer.Context) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@app.command(
+    "mcp",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    add_help_option=False,
+    short_help="MCP: serve the spill tools, or put any stdio MCP server behind the cap.",
+)
+def mcp_command(
+    ctx: typer.Context,
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="serve|proxy [OPTIONS] [-- CMD ARGS...]"),
+    ] = None,
+) -> int:
+    """Run ``spillstore mcp serve ...`` or ``spillstore mcp proxy ... -- CMD ARGS``.
+
+    Everything after ``mcp`` goes to :func:`spillstore.mcp.main` (``spillstore mcp
+    --help`` lists its options); a global ``--dir``/``--session`` is passed on too.
+    """
+    from spillstore.mcp import main as mcp_main  # noqa: PLC0415 - mcp is heavy and optional
+
+    argv = list(args or [])
+    if argv and argv[0] in {"serve", "proxy"}:
+        found = _globals(ctx)
+        inherited = [*(["--dir", str(found.dir)] if found.dir else [])]
+        inherited += ["--session", found.session] if found.session else []
+        argv = [argv[0], *inherited, *argv[1:]]
+    return mcp_main(argv)
+
+
 # --------------------------------------------------------------------------- entry point
 
 

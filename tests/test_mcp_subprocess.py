@@ -119,17 +119,20 @@ async def test_proxy_command_line_refuses_a_bad_budget(tmp_path: Path) -> None:
     assert "max_bytes" in done.stderr and "KiB" in done.stderr
 
 
-async def test_serve_command_line_reads_the_spills_of_a_session(tmp_path: Path) -> None:
-    """``serve --dir D --session S`` lists and reads what a service spilled there."""
+@pytest.mark.parametrize("entry", ["module", "cli"])
+async def test_serve_command_line_reads_the_spills_of_a_session(tmp_path: Path, entry: str) -> None:
+    """``serve --dir D --session S`` (or ``spillstore --session S mcp serve``) reads spills."""
     store = LocalStore(tmp_path / "spills")
     settings = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=200)
     service = TruncationService(store, settings, session="work")
     capped = service.truncate_for_model(make_text(100_000), tool_name="build", tool_call_id="c9")
     assert capped.spill is not None and capped.spill.spill_id is not None
-    args = ["-m", "spillstore.mcp", "serve", "--dir", str(tmp_path / "spills")]
-    params = StdioServerParameters(
-        command=sys.executable, args=[*args, "--session", "work"], cwd=str(ROOT)
-    )
+    spills = str(tmp_path / "spills")
+    args = {
+        "module": ["-m", "spillstore.mcp", "serve", "--dir", spills, "--session", "work"],
+        "cli": ["-m", "spillstore._cli", "--session", "work", "mcp", "serve", "--dir", spills],
+    }[entry]
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
     async with Client(params) as client:
         tools = (await client.list_tools()).tools
         assert all(t.annotations and t.annotations.read_only_hint for t in tools)
