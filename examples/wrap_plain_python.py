@@ -14,9 +14,17 @@ import re
 import tempfile
 from collections.abc import Sequence
 
-from spillstore import LocalStore, SpillTools, TruncationService
-from spillstore._turns import Message, ModelTurn, ToolCall, run_loop
-from spillstore._wrap import call_context, wrap
+from spillstore import (
+    LocalStore,
+    Message,
+    ModelTurn,
+    SpillTools,
+    ToolCall,
+    TruncationService,
+    call_context,
+    run_loop,
+    wrap,
+)
 
 store = LocalStore(tempfile.mkdtemp(prefix="spillstore-wrap-"))
 service = TruncationService(store)

@@ -48,7 +48,17 @@ if TYPE_CHECKING:
     from spillstore._settings import Settings, parse_duration, parse_size
     from spillstore._store import AsyncSpillWriter, SpillWriter, Store
     from spillstore._tools import SpillTools
+    from spillstore._turns import (
+        LoopResult,
+        Message,
+        ModelTurn,
+        ToolCall,
+        TurnGuard,
+        arun_loop,
+        run_loop,
+    )
     from spillstore._utf8 import head, tail, utf8_size
+    from spillstore._wrap import call_context, wrap
 
 __all__ = [
     "MIN_CAP_BYTES",
@@ -61,8 +71,11 @@ __all__ = [
     "InvalidSpillId",
     "LinePage",
     "LocalStore",
+    "LoopResult",
     "MediaPart",
     "MemoryStore",
+    "Message",
+    "ModelTurn",
     "OutputAccumulator",
     "Part",
     "PathOutsideStore",
@@ -79,9 +92,13 @@ __all__ = [
     "Store",
     "StoreError",
     "TextPart",
+    "ToolCall",
     "ToolResult",
     "TruncationService",
+    "TurnGuard",
     "UnsafeStoreRoot",
+    "arun_loop",
+    "call_context",
     "cap_content",
     "cap_result",
     "elide_middle",
@@ -89,8 +106,10 @@ __all__ = [
     "head",
     "parse_duration",
     "parse_size",
+    "run_loop",
     "tail",
     "utf8_size",
+    "wrap",
 ]
 
 __version__ = "0.1.0.dev0"
@@ -104,9 +123,12 @@ _EXPORTS: dict[str, str] = {
     "InvalidSpillId": "spillstore._errors",
     "LinePage": "spillstore._meta",
     "LocalStore": "spillstore._local",
+    "LoopResult": "spillstore._turns",
     "MIN_CAP_BYTES": "spillstore._cap",
     "MediaPart": "spillstore._content",
     "MemoryStore": "spillstore._memory",
+    "Message": "spillstore._turns",
+    "ModelTurn": "spillstore._turns",
     "OutputAccumulator": "spillstore._accumulator",
     "PART_SEPARATOR": "spillstore._cap",
     "Part": "spillstore._content",
@@ -124,9 +146,13 @@ _EXPORTS: dict[str, str] = {
     "Store": "spillstore._store",
     "StoreError": "spillstore._errors",
     "TextPart": "spillstore._content",
+    "ToolCall": "spillstore._turns",
     "ToolResult": "spillstore._content",
     "TruncationService": "spillstore._service",
+    "TurnGuard": "spillstore._turns",
     "UnsafeStoreRoot": "spillstore._errors",
+    "arun_loop": "spillstore._turns",
+    "call_context": "spillstore._wrap",
     "cap_content": "spillstore._cap",
     "cap_result": "spillstore._cap",
     "elide_middle": "spillstore._cap",
@@ -134,8 +160,10 @@ _EXPORTS: dict[str, str] = {
     "head": "spillstore._utf8",
     "parse_duration": "spillstore._settings",
     "parse_size": "spillstore._settings",
+    "run_loop": "spillstore._turns",
     "tail": "spillstore._utf8",
     "utf8_size": "spillstore._utf8",
+    "wrap": "spillstore._wrap",
 }
 """Where each public name is defined."""
 
