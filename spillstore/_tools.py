@@ -57,7 +57,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -1217,21 +1218,22 @@ class _LinePager:
         if count <= 0:
             return None
         cap = self.tools.max_line_bytes
-        sizes = [len(piece) for piece in pieces[:count]]
+        sizes = list(map(len, pieces[:count]))
         if max(sizes) > cap:
             count = next(i for i, size in enumerate(sizes) if size > cap)
         extra = self.width + 2  # the number, a tab and a newline
-        fitting = bisect_right(list(accumulate(size + extra for size in sizes[:count])), room)
+        totals = list(accumulate(map(add, sizes[:count], repeat(extra))))
+        fitting = bisect_right(totals, room)
         if fitting == 0:
             return None
-        end = sum(sizes[:fitting]) + fitting - 1
+        end = totals[fitting - 1] - fitting * (extra - 1) - 1
         try:
             lines = page.data[:end].decode("utf-8").split("\n")
         except UnicodeDecodeError:
             return None
-        width = self.width
-        texts = [f"{n:>{width}}\t{line}" for n, line in enumerate(lines, page.first_line)]
-        return texts, fitting, end + 1 + fitting * (extra - 1)
+        numbered = zip(range(page.first_line, page.first_line + fitting), lines, strict=True)
+        texts = list(map(f"%{self.width}d\t%s".__mod__, numbered))
+        return texts, fitting, totals[fitting - 1]
 
     def render(self, notes: list[str]) -> str:
         tools, meta, args = self.tools, self.meta, self.args
