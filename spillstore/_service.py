@@ -26,7 +26,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import anyio
 
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from spillstore._accumulator import OutputAccumulator
     from spillstore._meta import SpillMeta
     from spillstore._store import Store
+    from spillstore._tools import SpillTools
 
 __all__ = ["TruncationService"]
 
@@ -307,6 +308,19 @@ class TruncationService:
         if media:
             notes.append(f"Only the text was saved; {media} media part(s) stay attached unchanged.")
         return self._bounded_suffix(result.suffix or ""), notes, others
+
+    def spill_tools(self, **options: Any) -> SpillTools:
+        """Read, Grep and List over this service's store and session.
+
+        Their names match the ones the pointer's hints call (``read_tool``,
+        ``grep_tool``), so a model can follow a hint verbatim. ``options`` go to
+        :class:`~spillstore.SpillTools` (``max_page_bytes``, ``list_name``, ...).
+        """
+        from spillstore._tools import SpillTools  # noqa: PLC0415 - re2 loads on demand
+
+        options.setdefault("read_name", self.read_tool)
+        options.setdefault("grep_name", self.grep_tool)
+        return SpillTools(self.store, session=self.session, **options)
 
     def accumulator(self, *, tool_name: str, tool_call_id: str) -> OutputAccumulator:
         """Start streaming one tool's output through the service with bounded memory."""

@@ -69,7 +69,7 @@ def spill_tools(
     """
     if tools is None:
         service = service if service is not None else TruncationService()
-        tools = SpillTools(service.store, session=service.session)
+        tools = service.spill_tools()
     out: list[BaseTool] = []
     for schema in tools.schemas("openai"):
         function = schema["function"]
@@ -195,11 +195,7 @@ class SpillMiddleware(AgentMiddleware):
     ) -> None:
         super().__init__()
         self.service = service if service is not None else TruncationService()
-        tools = (
-            spill_tools
-            if spill_tools is not None
-            else SpillTools(self.service.store, session=self.service.session)
-        )
+        tools = spill_tools if spill_tools is not None else self.service.spill_tools()
         self.spill = tools
         self.tools = _spill_tool_list(tools=tools) if include_spill_tools else []
         self.exempt = frozenset(exempt) | {tools.names.read, tools.names.grep, tools.names.list}

@@ -160,7 +160,7 @@ def spill_tools(
     """
     if tools is None:
         service = service if service is not None else TruncationService()
-        tools = SpillTools(service.store, session=service.session)
+        tools = service.spill_tools()
     out: list[FunctionTool] = []
     for schema in tools.schemas("openai"):
         function = schema["function"]

@@ -109,11 +109,7 @@ class SpillCapability(AbstractCapability[Any]):
         exempt: Collection[str] = (),
     ) -> None:
         self.service = service if service is not None else TruncationService()
-        self.spill_tools = (
-            spill_tools
-            if spill_tools is not None
-            else SpillTools(self.service.store, session=self.service.session)
-        )
+        self.spill_tools = spill_tools if spill_tools is not None else self.service.spill_tools()
         self.include_spill_tools = include_spill_tools
         names = self.spill_tools.names
         self.exempt = frozenset(exempt) | {names.read, names.grep, names.list}

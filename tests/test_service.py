@@ -370,3 +370,19 @@ async def test_async_file_mode_equals_sync(tmp_path: Path) -> None:
         _file_result(log), tool_name="t", tool_call_id="c"
     )
     assert _text(asynced) == _text(sync)
+
+
+def test_spill_tools_answer_the_pointer_hint_verbatim() -> None:
+    """The service's spill tools carry the names its hints call, and the hint's call works."""
+    store = MemoryStore()
+    service = TruncationService(store, SMALL, read_tool="fetch_spill", grep_tool="search_spill")
+    out = service.truncate_for_model(_log(1_000), tool_name="t", tool_call_id="c")
+    info = out.spill
+    assert info is not None and info.spill_id is not None
+    first = info.elided_lines[0][0]
+    assert f'fetch_spill(spill="{info.spill_id}", offset={first}, limit=200)' in _text(out)
+    tools = service.spill_tools()
+    page = tools.call("fetch_spill", {"spill": info.spill_id, "offset": first, "limit": 200})
+    assert not page.is_error
+    assert f"line {first:07d}" in _text(page)
+    assert page.spill_exempt
