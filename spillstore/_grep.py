@@ -97,12 +97,15 @@ class Haystack:
         buf: the buffer holding the range (it may hold other ranges too).
         lo, hi: the range's physical bounds in ``buf``.
         origin: the original offset of ``buf[lo]``.
+        valid_utf8: every byte of the range is valid UTF-8 (so RE2's ``[^\\n]*`` always
+            runs on to the newline, and need not be checked).
     """
 
     buf: Buffer
     lo: int
     hi: int
     origin: int
+    valid_utf8: bool = False
 
 
 Hit = tuple[int, int, int, int, int]
@@ -570,6 +573,7 @@ def count_matching_lines(hay: Haystack, matcher: Matcher, *, stop_after: int | N
         return count
     to_line_end, anchor = matcher.to_line_end, matcher.anchor
     assert to_line_end is not None  # every newline-free literal has one
+    valid = hay.valid_utf8
     find = buf.find
     size = len(needle)
     limit = hi if stop_after is None else stop_after
@@ -588,7 +592,7 @@ def count_matching_lines(hay: Haystack, matcher: Matcher, *, stop_after: int | N
             start, line_end = to_line_end(anchor, buf, pos, hi)[0]
             if start < 0:
                 break
-            if line_end < hi and buf[line_end] != _NEWLINE:  # stopped at invalid UTF-8
+            if not valid and line_end < hi and buf[line_end] != _NEWLINE:  # invalid UTF-8
                 line_end = find(b"\n", line_end, hi)
                 if line_end < 0:
                     line_end = hi
@@ -646,6 +650,7 @@ def render_plain(
     dense = False
     filtered = matcher.searcher(buf) if matcher.prefilter is not None else None
     to_line_end = matcher.to_line_end
+    valid = hay.valid_utf8
     while pos < hi:
         line_end = -1
         if filtered is not None:
@@ -662,7 +667,7 @@ def render_plain(
             if match_start < 0:
                 break
             match_end = line_end
-            if line_end < hi and buf[line_end] != _NEWLINE:  # stopped at invalid UTF-8
+            if not valid and line_end < hi and buf[line_end] != _NEWLINE:  # invalid UTF-8
                 line_end = -1
         else:
             match_start, match_end = raw(anchor, buf, pos, hi)[0]

@@ -948,10 +948,12 @@ class SpillTools:
         return search.run()
 
     @contextmanager
-    def _haystacks(self, meta: SpillMeta) -> Iterator[builtins.list[Haystack]]:
+    def _haystacks(
+        self, meta: SpillMeta, *, trust_utf8: bool = True
+    ) -> Iterator[builtins.list[Haystack]]:
         """Yield the stored ranges of a spill as searchable buffers, in order."""
         with self.store.segments(meta.spill_id) as segments:
-            yield _as_haystacks(meta, segments)
+            yield _as_haystacks(meta, segments, trust_utf8=trust_utf8)
 
     # ----------------------------------------------------------------- List
 
@@ -1058,7 +1060,9 @@ def _gap_at(meta: SpillMeta, offset: int) -> tuple[int, int] | None:
     return next((gap for gap in meta.gaps if gap[0] <= offset < gap[1]), None)
 
 
-def _as_haystacks(meta: SpillMeta, segments: Sequence[tuple[int, memoryview]]) -> list[Haystack]:
+def _as_haystacks(
+    meta: SpillMeta, segments: Sequence[tuple[int, memoryview]], *, trust_utf8: bool = True
+) -> list[Haystack]:
     """Turn the store's segment views into buffers with ``find`` (``bytes`` or ``mmap``).
 
     ``memoryview`` has no ``find``/``count``; the views the store yields are slices of
@@ -1068,6 +1072,7 @@ def _as_haystacks(meta: SpillMeta, segments: Sequence[tuple[int, memoryview]]) -
     """
     out: list[Haystack] = []
     base = 0
+    valid = trust_utf8 and not meta.invalid_utf8
     for origin, view in segments:
         size = len(view)
         owner = view.obj
@@ -1077,9 +1082,9 @@ def _as_haystacks(meta: SpillMeta, segments: Sequence[tuple[int, memoryview]]) -
             and view.itemsize == 1
             and len(owner) == meta.stored_bytes
         ):
-            out.append(Haystack(owner, base, base + size, origin))
+            out.append(Haystack(owner, base, base + size, origin, valid))
         else:
-            out.append(Haystack(bytes(view), 0, size, origin))
+            out.append(Haystack(bytes(view), 0, size, origin, valid))
         base += size
     return out
 
@@ -1383,6 +1388,7 @@ class _Search:
         self.before = args.context if args.before is None else args.before
         self.after = args.context if args.after is None else args.after
         self.unsearched: list[str] = []
+        self.trust_utf8 = True
 
     # --- text pieces
 
@@ -1455,7 +1461,7 @@ class _Search:
         """
         for meta in self.metas:
             try:
-                with self.tools._haystacks(meta) as stacks:
+                with self.tools._haystacks(meta, trust_utf8=self.trust_utf8) as stacks:
                     index = self.tools.store.line_index(meta.spill_id)
                     if not meta.complete:
                         self.unsearched.append(
@@ -1563,6 +1569,7 @@ class _Search:
         text = self._content_pass(lossy=any(meta.invalid_utf8 for meta in self.metas))
         if text is None:  # metadata said valid UTF-8 and was wrong: render it safely
             self.unsearched.clear()
+            self.trust_utf8 = False
             text = self._content_pass(lossy=True)
         assert text is not None
         return text
