@@ -1644,7 +1644,8 @@ class _Search:
         else:
             head = f"{self._title()}: no matching lines after offset {skip} ({seen} in all)"
         tail = f"-- more results: call {self._again(skip + shown)} --" if more else "end of results"
-        return "\n".join([head, *self._gap_notes(), body + tail])
+        lead = "".join(f"{line}\n" for line in [head, *self._gap_notes()])
+        return "".join((lead, body, tail))  # one copy of a body that may be megabytes
 
 
 class _ContentWriter:
