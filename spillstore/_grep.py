@@ -132,6 +132,8 @@ class Matcher:
             line: one call gives where the next matching line's match starts and where
             that line ends (the hot loops then skip a ``find`` per hit). RE2 reads UTF-8,
             so ``[^\\n]*`` stops early at an invalid byte; the callers check for that.
+        to_next_line: the same with ``\\n?`` added: its match ends where the next line
+            starts (for counting).
     """
 
     pattern: str
@@ -140,6 +142,7 @@ class Matcher:
     anchor: Any
     prefilter: RawMatch | None = None
     to_line_end: RawMatch | None = None
+    to_next_line: RawMatch | None = None
 
     def searcher(self, buf: Buffer) -> Callable[[int, int], tuple[int, int]]:
         """Return ``search(pos, end) -> (start, end)`` of the next match, ``(-1, -1)`` if none.
@@ -452,26 +455,27 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, literal: bool = 
             required.encode("utf-8"), _options(ignore_case=ignore_case, literal=True)
         )
         prefilter = _binding(literal_regex)[0]
-    to_line_end = None
+    body = None
     if is_literal and b"\n" not in encoded:
-        to_line_end = _line_program(re2.escape(encoded), ignore_case)
+        body = re2.escape(encoded)
     elif not is_literal and prefilter is None and newline_free(pattern):
-        to_line_end = _line_program(b"(?m)" + encoded, ignore_case)
+        body = b"(?m)" + encoded
     return Matcher(
         pattern=pattern,
         needle=needle,
         raw=raw,
         anchor=anchor,
         prefilter=prefilter,
-        to_line_end=to_line_end,
+        to_line_end=None if body is None else _line_program(body, b"", ignore_case),
+        to_next_line=None if body is None else _line_program(body, b"\\n?", ignore_case),
     )
 
 
-def _line_program(body: bytes, ignore_case: bool) -> RawMatch | None:
-    """RE2's search for ``(?:body)[^\\n]*``: a match, then the rest of its line."""
+def _line_program(body: bytes, tail: bytes, ignore_case: bool) -> RawMatch | None:
+    """RE2's search for ``(?:body)[^\\n]*`` plus ``tail``: a match, then its line's rest."""
     try:
         regex = re2.compile(
-            b"(?:" + body + b")[^\\n]*", _options(ignore_case=ignore_case, literal=False)
+            b"(?:" + body + b")[^\\n]*" + tail, _options(ignore_case=ignore_case, literal=False)
         )
     except re2.error:  # pragma: no cover - body compiled on its own already
         return None
@@ -557,48 +561,41 @@ def iter_hits(hay: Haystack, matcher: Matcher, index: LineIndex | None) -> Itera
 def count_matching_lines(hay: Haystack, matcher: Matcher, *, stop_after: int | None = None) -> int:
     """Return how many lines of one stored range match (at most ``stop_after``).
 
-    The hot loop of count mode: one search and one ``find`` of the line end per
-    matching line (grep -c's job), with the adaptive RE2/``find`` choice inlined.
+    The hot loop of count mode (grep -c's job): one RE2 call per matching line, for
+    ``(?:pattern)[^\\n]*\\n?``, whose match ends where the next line starts.
     """
     buf, lo, hi = hay.buf, hay.lo, hay.hi
     if hi <= lo:
         return 0
-    needle = matcher.needle
-    if needle is None or b"\n" in needle:
+    to_next_line, anchor = matcher.to_next_line, matcher.anchor
+    if to_next_line is None or matcher.prefilter is not None:
         count = 0
         for _ in iter_hits(hay, matcher, None):
             count += 1
             if stop_after is not None and count >= stop_after:
                 break
         return count
-    to_line_end, anchor = matcher.to_line_end, matcher.anchor
-    assert to_line_end is not None  # every newline-free literal has one
     valid = hay.valid_utf8
-    find = buf.find
-    size = len(needle)
+    find, rfind = buf.find, buf.rfind
     limit = hi if stop_after is None else stop_after
     count = 0
-    dense = False
     pos = lo
-    while count < limit and pos < hi:
-        if dense:
-            start = find(needle, pos, hi)
-            if start < 0:
-                break
-            line_end = find(b"\n", start + size, hi)
-            if line_end < 0:
-                line_end = hi
-        else:
-            start, line_end = to_line_end(anchor, buf, pos, hi)[0]
-            if start < 0:
-                break
-            if not valid and line_end < hi and buf[line_end] != _NEWLINE:  # invalid UTF-8
-                line_end = find(b"\n", line_end, hi)
-                if line_end < 0:
-                    line_end = hi
+    while pos < hi:
+        start, pos = to_next_line(anchor, buf, pos, hi)[0]
+        if start < 0:
+            break
+        if start >= hi and rfind(b"\n", lo, start) + 1 >= hi:
+            break  # an empty match after the final newline: not a line
         count += 1
-        dense = start - pos < DENSE_GAP_BYTES
-        pos = line_end + 1
+        if count >= limit:
+            break
+        if not valid and pos < hi and buf[pos - 1] != _NEWLINE:  # stopped at invalid UTF-8
+            pos = find(b"\n", pos, hi)
+            if pos < 0:
+                break
+            pos += 1
+        elif pos == start:  # an empty match at the very end of the range
+            break
     return count
 
 
