@@ -36,6 +36,23 @@ def _marker(kept: int, line_bytes: int, resume_at: int) -> str:
     return f" [... line cut: {line_bytes - kept} more bytes from byte {resume_at}]"
 
 
+def _short_lines_overflow(text: str, max_line_bytes: int, budget: int) -> bool:
+    """Whether the first ``budget`` characters are whole short lines that already overflow.
+
+    Short lines are kept whole and every character is at least one byte, so if the
+    lines ending within the first ``budget + 1`` characters are all short and hold more
+    than ``budget`` characters, no shaping can fit. One C-speed split decides it, where
+    the line loop would take a Python step per line to reach the same answer.
+    """
+    window = text[: budget + 1]
+    lines = window.split("\n")
+    if len(lines) < 2:
+        return False
+    whole = len(window) - len(lines[-1])
+    widest = max(map(len, lines[:-1])) * (1 if window.isascii() else 4)
+    return widest <= max_line_bytes and whole > budget
+
+
 def shape_lines(texts: Sequence[str], *, max_line_bytes: int, budget: int) -> Shaped | None:
     """Cut every line longer than ``max_line_bytes``; ``None`` if the result exceeds ``budget``.
 
@@ -43,6 +60,8 @@ def shape_lines(texts: Sequence[str], *, max_line_bytes: int, budget: int) -> Sh
     bounded by the budget plus a C-speed newline search, not by the output's size.
     Returns ``None`` too when no line needed cutting (shaping cannot help then).
     """
+    if texts and _short_lines_overflow(texts[0], max_line_bytes, budget):
+        return None
     pieces: list[str] = []
     size = 0
     offset = 0  # byte offset of the current line in the joined output
