@@ -91,3 +91,22 @@ def test_quote_name_bounds_and_masks() -> None:
     assert quote_name("") == "?"
     assert quote_name("a\nb") == "a?b"
     assert len(encode(quote_name("n" * 1000))) == 64
+
+
+def test_shaping_gives_up_early_on_many_short_lines() -> None:
+    """Many short lines that overflow the budget give None without a line-by-line walk."""
+    from spillstore._shape import _short_lines_overflow
+
+    texts = ["ok line\n" * 100_000 + "x" * 5_000]
+    assert _short_lines_overflow(texts[0], 200, 1_000)
+    assert shape_lines(texts, max_line_bytes=200, budget=1_000) is None
+
+
+def test_shaping_early_exit_does_not_hide_a_fitting_shape() -> None:
+    """A long line inside the window keeps the walk going, and shaping still succeeds."""
+    from spillstore._shape import _short_lines_overflow
+
+    texts = ["head\n" + "x" * 50_000 + "\ntail\n"]
+    assert not _short_lines_overflow(texts[0], 200, 1_000)
+    shaped = shape_lines(texts, max_line_bytes=200, budget=1_000)
+    assert shaped is not None and shaped.cut_count == 1
