@@ -37,20 +37,22 @@ def _marker(kept: int, line_bytes: int, resume_at: int) -> str:
 
 
 def _short_lines_overflow(text: str, max_line_bytes: int, budget: int) -> bool:
-    """Whether the first ``budget`` characters are whole short lines that already overflow.
+    """Whether the start of ``text`` alone proves that shaping cannot fit ``budget``.
 
-    Short lines are kept whole and every character is at least one byte, so if the
-    lines ending within the first ``budget + 1`` characters are all short and hold more
-    than ``budget`` characters, no shaping can fit. One C-speed split decides it, where
-    the line loop would take a Python step per line to reach the same answer.
+    Whole short lines are kept as they are, at least one byte a character. So if the
+    whole lines within the first ``2 * budget`` characters are all short and hold more
+    than ``budget`` characters, the shaped text exceeds ``budget``. One C-speed split
+    decides it, where the line loop would take a Python step per line to get there.
     """
-    window = text[: budget + 1]
+    window = text[: 2 * budget]
     lines = window.split("\n")
     if len(lines) < 2:
         return False
     whole = len(window) - len(lines[-1])
+    if whole <= budget:
+        return False
     widest = max(map(len, lines[:-1])) * (1 if window.isascii() else 4)
-    return widest <= max_line_bytes and whole > budget
+    return widest <= max_line_bytes
 
 
 def shape_lines(texts: Sequence[str], *, max_line_bytes: int, budget: int) -> Shaped | None:

@@ -110,3 +110,19 @@ def test_shaping_early_exit_does_not_hide_a_fitting_shape() -> None:
     assert not _short_lines_overflow(texts[0], 200, 1_000)
     shaped = shape_lines(texts, max_line_bytes=200, budget=1_000)
     assert shaped is not None and shaped.cut_count == 1
+
+
+@MANY
+@given(text_parts, st.integers(80, 200), st.integers(100, 2000))
+def test_shaping_early_exit_agrees_with_the_walk(
+    texts: list[str], max_line: int, budget: int
+) -> None:
+    """Whenever the early exit says shaping cannot fit, walking every line agrees."""
+    from unittest import mock
+
+    from spillstore import _shape
+
+    if not _shape._short_lines_overflow(texts[0], max_line, budget):
+        return
+    with mock.patch.object(_shape, "_short_lines_overflow", return_value=False):
+        assert shape_lines(texts, max_line_bytes=max_line, budget=budget) is None
