@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from spillstore._service import TruncationService
     from spillstore._settings import Settings, parse_duration, parse_size
     from spillstore._store import AsyncSpillWriter, SpillWriter, Store
-    from spillstore._tools import SpillTools
+    from spillstore._tools import GrepArgs, ListArgs, ReadArgs, SpillTools, delegate_read
     from spillstore._turns import (
         LoopResult,
         Message,
@@ -68,8 +68,10 @@ __all__ = [
     "EmbeddedText",
     "GcEntry",
     "GcReport",
+    "GrepArgs",
     "InvalidSpillId",
     "LinePage",
+    "ListArgs",
     "LocalStore",
     "LoopResult",
     "MediaPart",
@@ -80,6 +82,7 @@ __all__ = [
     "Part",
     "PathOutsideStore",
     "RangeNotStored",
+    "ReadArgs",
     "ResourceLink",
     "Settings",
     "SpillExpired",
@@ -101,6 +104,7 @@ __all__ = [
     "call_context",
     "cap_content",
     "cap_result",
+    "delegate_read",
     "elide_middle",
     "elision_marker",
     "head",
@@ -120,8 +124,10 @@ _EXPORTS: dict[str, str] = {
     "EmbeddedText": "spillstore._content",
     "GcEntry": "spillstore._gc",
     "GcReport": "spillstore._gc",
+    "GrepArgs": "spillstore._tools",
     "InvalidSpillId": "spillstore._errors",
     "LinePage": "spillstore._meta",
+    "ListArgs": "spillstore._tools",
     "LocalStore": "spillstore._local",
     "LoopResult": "spillstore._turns",
     "MIN_CAP_BYTES": "spillstore._cap",
@@ -134,6 +140,7 @@ _EXPORTS: dict[str, str] = {
     "Part": "spillstore._content",
     "PathOutsideStore": "spillstore._errors",
     "RangeNotStored": "spillstore._errors",
+    "ReadArgs": "spillstore._tools",
     "ResourceLink": "spillstore._content",
     "Settings": "spillstore._settings",
     "SpillExpired": "spillstore._errors",
@@ -155,6 +162,7 @@ _EXPORTS: dict[str, str] = {
     "call_context": "spillstore._wrap",
     "cap_content": "spillstore._cap",
     "cap_result": "spillstore._cap",
+    "delegate_read": "spillstore._tools",
     "elide_middle": "spillstore._cap",
     "elision_marker": "spillstore._cap",
     "head": "spillstore._utf8",
