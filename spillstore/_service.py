@@ -19,14 +19,15 @@ flow, in order (design.md §2):
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import hashlib
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 import anyio
 
@@ -99,6 +100,48 @@ class _Measure:
     sha256: str
     total_bytes: int
     newlines: int
+
+
+class _Request(abc.ABC):
+    """One I/O step of the flow; the sync shell calls :meth:`run`, the async one :meth:`arun`."""
+
+    @abc.abstractmethod
+    def run(self, service: TruncationService) -> Any:
+        """Do the I/O and return its result."""
+
+    @abc.abstractmethod
+    async def arun(self, service: TruncationService) -> Any:
+        """Do the same I/O without blocking the event loop."""
+
+
+class _StoreCall(_Request):
+    """A store method: ``store.NAME(...)``, or its async twin ``store.aNAME(...)``."""
+
+    def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.name, self.args, self.kwargs = name, args, kwargs
+
+    def run(self, service: TruncationService) -> Any:
+        return getattr(service.store, self.name)(*self.args, **self.kwargs)
+
+    async def arun(self, service: TruncationService) -> Any:
+        return await getattr(service.store, "a" + self.name)(*self.args, **self.kwargs)
+
+
+class _Blocking(_Request):
+    """A blocking function: called directly, or in a worker thread by the async shell."""
+
+    def __init__(self, function: Callable[..., Any], *args: Any) -> None:
+        self.function, self.args = function, args
+
+    def run(self, service: TruncationService) -> Any:
+        return self.function(*self.args)
+
+    async def arun(self, service: TruncationService) -> Any:
+        return await anyio.to_thread.run_sync(self.function, *self.args)
+
+
+_Flow = Generator[_Request, Any, ToolResult]
+"""The service's flow: yields I/O requests, is sent their results, returns the answer."""
 
 
 class _SpillArgs(TypedDict):
@@ -175,15 +218,54 @@ class TruncationService:
         shell's log): the file is the output, its text parts are not measured, and an
         oversized file is adopted by the store without a second copy.
         """
+        flow = self._flow(result, tool_name, tool_call_id)
+        reply: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                request = flow.send(reply) if error is None else flow.throw(error)
+            except StopIteration as done:
+                return cast(ToolResult, done.value)
+            try:
+                reply, error = request.run(self), None
+            except Exception as exc:  # handed to the flow, which decides what it means
+                reply, error = None, exc
+
+    async def atruncate_for_model(
+        self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
+    ) -> ToolResult:
+        """Async twin of :meth:`truncate_for_model`: the same flow, its I/O awaited."""
+        flow = self._flow(result, tool_name, tool_call_id)
+        reply: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                request = flow.send(reply) if error is None else flow.throw(error)
+            except StopIteration as done:
+                return cast(ToolResult, done.value)
+            try:
+                reply, error = await request.arun(self), None
+            except Exception as exc:
+                reply, error = None, exc
+
+    # --- the flow: every decision, with its I/O as requests ------------------------
+
+    def _flow(self, result: ToolResult | str, tool_name: str, tool_call_id: str) -> _Flow:
+        """Decide what the model sees; yield each I/O step for a shell to run.
+
+        The generator is the only place the decisions live; the sync and the async
+        shell differ only in how they run a yielded :class:`_Request` (house style:
+        one planner, two thin shells).
+        """
         if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
-            return self._truncate_file(result, tool_name, tool_call_id)
+            return (yield from self._file_flow(result, tool_name, tool_call_id))
         step = self._prepare(result, tool_name, tool_call_id)
         if isinstance(step, ToolResult):
             return step
-        texts = _texts(step.result)
         try:
-            saved: SpillMeta | Exception = self.store.put(
-                _text_chunks(texts),
+            saved: SpillMeta | Exception = yield _StoreCall(
+                "put",
+                _text_chunks(_texts(step.result)),
                 suffix=step.suffix or None,
                 media_notes=tuple(step.notes),
                 **self._spill_args(step.tool_name, step.tool_call_id),
@@ -193,94 +275,30 @@ class TruncationService:
             saved = exc
         return self._render(step, saved)
 
-    async def atruncate_for_model(
-        self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
-    ) -> ToolResult:
-        """Async twin of :meth:`truncate_for_model`, with the same decisions."""
-        if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
-            return await self._atruncate_file(result, tool_name, tool_call_id)
-        step = self._prepare(result, tool_name, tool_call_id)
-        if isinstance(step, ToolResult):
-            return step
-        texts = _texts(step.result)
-        try:
-            saved: SpillMeta | Exception = await self.store.aput(
-                _text_chunks(texts),
-                suffix=step.suffix or None,
-                media_notes=tuple(step.notes),
-                **self._spill_args(step.tool_name, step.tool_call_id),
-            )
-        except Exception as exc:
-            log.warning("spillstore: could not save output of %s: %s", tool_name, exc)
-            saved = exc
-        return self._render(step, saved)
-
-    # --- a result whose output is a file -------------------------------------------
-
-    def _truncate_file(self, result: ToolResult, tool_name: str, tool_call_id: str) -> ToolResult:
+    def _file_flow(self, result: ToolResult, tool_name: str, tool_call_id: str) -> _Flow:
+        """The flow for a result whose output is a file (``full_output_path``)."""
         path = result.full_output_path
         assert path is not None
         suffix, notes, others = self._file_parts(result)
         try:
-            small = _read_if_small(path, self.settings.max_bytes)
+            small = yield _Blocking(_read_if_small, path, self.settings.max_bytes)
             if small is not None:
-                return self.truncate_for_model(
-                    _inline_file(result, small), tool_name=tool_name, tool_call_id=tool_call_id
-                )
-            meta = self.store.adopt(
+                inline = _inline_file(result, small)
+                return (yield from self._flow(inline, tool_name, tool_call_id))
+            meta = yield _StoreCall(
+                "adopt",
                 path,
                 suffix=suffix or None,
                 media_notes=tuple(notes),
                 **self._spill_args(tool_name, tool_call_id),
             )
             (h0, h1), (t0, t1) = _end_ranges(meta, self.settings)
-            head_raw = self.store.read_bytes(meta.spill_id, h0, h1)
-            tail_raw = self.store.read_bytes(meta.spill_id, t0, t1)
+            head_raw = yield _StoreCall("read_bytes", meta.spill_id, h0, h1)
+            tail_raw = yield _StoreCall("read_bytes", meta.spill_id, t0, t1)
         except Exception as exc:
             log.warning("spillstore: could not adopt %s: %s", path, exc)
-            return self.truncate_for_model(
-                _without_file(result, path, exc), tool_name=tool_name, tool_call_id=tool_call_id
-            )
-        step = _step_from_ends(
-            self,
-            result=dataclasses.replace(result, full_output_path=None),
-            head_raw=head_raw,
-            tail_raw=tail_raw,
-            counted=None,
-            suffix=suffix,
-            others=others,
-            notes=notes,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-        )
-        return self._render(step, meta)
-
-    async def _atruncate_file(
-        self, result: ToolResult, tool_name: str, tool_call_id: str
-    ) -> ToolResult:
-        path = result.full_output_path
-        assert path is not None
-        suffix, notes, others = self._file_parts(result)
-        try:
-            small = await anyio.to_thread.run_sync(_read_if_small, path, self.settings.max_bytes)
-            if small is not None:
-                return await self.atruncate_for_model(
-                    _inline_file(result, small), tool_name=tool_name, tool_call_id=tool_call_id
-                )
-            meta = await self.store.aadopt(
-                path,
-                suffix=suffix or None,
-                media_notes=tuple(notes),
-                **self._spill_args(tool_name, tool_call_id),
-            )
-            (h0, h1), (t0, t1) = _end_ranges(meta, self.settings)
-            head_raw = await self.store.aread_bytes(meta.spill_id, h0, h1)
-            tail_raw = await self.store.aread_bytes(meta.spill_id, t0, t1)
-        except Exception as exc:
-            log.warning("spillstore: could not adopt %s: %s", path, exc)
-            return await self.atruncate_for_model(
-                _without_file(result, path, exc), tool_name=tool_name, tool_call_id=tool_call_id
-            )
+            fallback = _without_file(result, path, exc)
+            return (yield from self._flow(fallback, tool_name, tool_call_id))
         step = _step_from_ends(
             self,
             result=dataclasses.replace(result, full_output_path=None),
