@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import hashlib
 import logging
 import os
 import stat
@@ -54,7 +53,7 @@ from spillstore._pointer import (
 )
 from spillstore._settings import Settings
 from spillstore._shape import Shaped, shape_lines
-from spillstore._utf8 import head, iter_encoded, utf8_size
+from spillstore._utf8 import hash_and_size, head, utf8_size
 
 if TYPE_CHECKING:
     from spillstore._accumulator import OutputAccumulator
@@ -412,7 +411,7 @@ class TruncationService:
             )
 
         def measure() -> _Measure:
-            sha, total = _hash_parts(texts)
+            sha, total = hash_and_size(_text_chunks(texts))
             return _Measure(sha, total, count_newlines(texts))
 
         return _Prepared(
@@ -573,19 +572,6 @@ def _ends_with_newline(texts: Sequence[str]) -> bool:
         if text:
             return text.endswith("\n")
     return False
-
-
-def _hash_parts(texts: Sequence[str]) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    for index, text in enumerate(texts):
-        if index:
-            digest.update(PART_SEPARATOR.encode())
-            size += len(PART_SEPARATOR)
-        for piece in iter_encoded(text):
-            digest.update(piece)
-            size += len(piece)
-    return digest.hexdigest(), size
 
 
 def _info(

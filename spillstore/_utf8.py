@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 __all__ = [
@@ -81,16 +81,17 @@ def utf8_size(value: str | bytes) -> int:
     return sum(map(len, iter_encoded(value)))
 
 
-def hash_and_size(value: str | bytes) -> tuple[str, int]:
-    """Return the hex sha256 and the UTF-8 size of ``value`` in one chunked pass."""
+def hash_and_size(value: str | bytes | Iterable[str | bytes]) -> tuple[str, int]:
+    """Return the hex sha256 and the UTF-8 size of ``value`` in one chunked pass.
+
+    ``value`` may also be an iterable of pieces, hashed and counted as if joined.
+    """
     digest = hashlib.sha256()
-    if isinstance(value, bytes):
-        digest.update(value)
-        return digest.hexdigest(), len(value)
     size = 0
-    for piece in iter_encoded(value):
-        digest.update(piece)
-        size += len(piece)
+    for chunk in (value,) if isinstance(value, str | bytes) else value:
+        for piece in (chunk,) if isinstance(chunk, bytes) else iter_encoded(chunk):
+            digest.update(piece)
+            size += len(piece)
     return digest.hexdigest(), size
 
 

@@ -130,3 +130,11 @@ def test_head_of_huge_string_looks_only_at_the_prefix() -> None:
     text = "\u00e9" * 10_000_000
     assert head(text, 11) == "\u00e9" * 5
     assert tail(text, 11) == "\u00e9" * 5
+
+
+@MANY
+@given(st.lists(st.one_of(hostile_text, raw_bytes), max_size=5))
+def test_hash_of_pieces_equals_hash_of_joined(pieces: list[str | bytes]) -> None:
+    """Hashing pieces gives the digest and size of their joined UTF-8 bytes."""
+    joined = b"".join(p if isinstance(p, bytes) else encode(p) for p in pieces)
+    assert hash_and_size(pieces) == (hashlib.sha256(joined).hexdigest(), len(joined))
