@@ -18,7 +18,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._service import _SLACK, _Measure, _Prepared, _step_from_ends
+from spillstore._service import _SLACK, _Flow, _Measure, _Prepared, _Request, _step_from_ends
 from spillstore._utf8 import encode
 
 if TYPE_CHECKING:
@@ -130,22 +130,21 @@ class OutputAccumulator:
         return self._finish(message, is_error=True)
 
     def _finish(self, suffix: str | None, *, is_error: bool) -> ToolResult:
+        return self._service._drive(self._finish_flow(suffix, is_error))
+
+    def _finish_flow(self, suffix: str | None, is_error: bool) -> _Flow:
+        """Every decision of :meth:`ok`/:meth:`error` and their async twins."""
         self._done = True
         if not self.spilling:
-            return self._service.truncate_for_model(
-                self._finish_inline(suffix, is_error),
-                tool_name=self._tool_name,
-                tool_call_id=self._tool_call_id,
-            )
-        saved: SpillMeta | Exception
-        if self._write_error is not None:
-            saved = self._write_error
-        else:
+            inline = self._finish_inline(suffix, is_error)
+            return (yield from self._service._flow(inline, self._tool_name, self._tool_call_id))
+        saved: SpillMeta | Exception | None = self._write_error
+        if saved is None:
             try:
-                assert self._writer is not None
-                saved = self._writer.commit(suffix=suffix)
+                saved = yield _Commit(self, suffix)
             except Exception as exc:
-                saved = self._fail(exc)
+                saved = yield _Fail(self, exc)
+        assert saved is not None
         return self._service._render(self._prepared(suffix, is_error), saved)
 
     def _fail(self, exc: Exception) -> Exception:
@@ -191,20 +190,32 @@ class OutputAccumulator:
         return await self._afinish(message, is_error=True)
 
     async def _afinish(self, suffix: str | None, *, is_error: bool) -> ToolResult:
-        self._done = True
-        if not self.spilling:
-            return await self._service.atruncate_for_model(
-                self._finish_inline(suffix, is_error),
-                tool_name=self._tool_name,
-                tool_call_id=self._tool_call_id,
-            )
-        saved: SpillMeta | Exception
-        if self._write_error is not None:
-            saved = self._write_error
-        else:
-            try:
-                assert self._awriter is not None
-                saved = await self._awriter.commit(suffix=suffix)
-            except Exception as exc:
-                saved = await self._afail(exc)
-        return self._service._render(self._prepared(suffix, is_error), saved)
+        return await self._service._adrive(self._finish_flow(suffix, is_error))
+
+
+class _Commit(_Request):
+    """Commit the accumulator's spill writer (the sync or the async one)."""
+
+    def __init__(self, accumulator: OutputAccumulator, suffix: str | None) -> None:
+        self.accumulator, self.suffix = accumulator, suffix
+
+    def run(self, service: TruncationService) -> SpillMeta:
+        assert self.accumulator._writer is not None
+        return self.accumulator._writer.commit(suffix=self.suffix)
+
+    async def arun(self, service: TruncationService) -> SpillMeta:
+        assert self.accumulator._awriter is not None
+        return await self.accumulator._awriter.commit(suffix=self.suffix)
+
+
+class _Fail(_Request):
+    """Record why spilling failed and drop the writer; answers with the error."""
+
+    def __init__(self, accumulator: OutputAccumulator, error: Exception) -> None:
+        self.accumulator, self.error = accumulator, error
+
+    def run(self, service: TruncationService) -> Exception:
+        return self.accumulator._fail(self.error)
+
+    async def arun(self, service: TruncationService) -> Exception:
+        return await self.accumulator._afail(self.error)

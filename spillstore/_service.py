@@ -217,7 +217,16 @@ class TruncationService:
         shell's log): the file is the output, its text parts are not measured, and an
         oversized file is adopted by the store without a second copy.
         """
-        flow = self._flow(result, tool_name, tool_call_id)
+        return self._drive(self._flow(result, tool_name, tool_call_id))
+
+    async def atruncate_for_model(
+        self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
+    ) -> ToolResult:
+        """Async twin of :meth:`truncate_for_model`: the same flow, its I/O awaited."""
+        return await self._adrive(self._flow(result, tool_name, tool_call_id))
+
+    def _drive(self, flow: _Flow) -> ToolResult:
+        """Run a flow to its answer, doing each I/O request it yields right here."""
         reply: Any = None
         error: Exception | None = None
         while True:
@@ -230,11 +239,8 @@ class TruncationService:
             except Exception as exc:  # handed to the flow, which decides what it means
                 reply, error = None, exc
 
-    async def atruncate_for_model(
-        self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
-    ) -> ToolResult:
-        """Async twin of :meth:`truncate_for_model`: the same flow, its I/O awaited."""
-        flow = self._flow(result, tool_name, tool_call_id)
+    async def _adrive(self, flow: _Flow) -> ToolResult:
+        """Async twin of :meth:`_drive`: each I/O request is awaited."""
         reply: Any = None
         error: Exception | None = None
         while True:
