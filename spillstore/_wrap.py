@@ -30,16 +30,26 @@ import dataclasses
 import functools
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, ParamSpec, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, cast, overload
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._errors import ConfigError
 from spillstore._service import TruncationService
 from spillstore._settings import MIN_BUDGET_BYTES, POINTER_RESERVE_BYTES, Settings, parse_size
 
-__all__ = ["UNKNOWN_CALL_ID", "Capper", "call_context", "current_call_id", "wrap"]
+if TYPE_CHECKING:
+    from spillstore._tools import SpillTools
+
+__all__ = [
+    "UNKNOWN_CALL_ID",
+    "Capper",
+    "ToolCappers",
+    "call_context",
+    "current_call_id",
+    "wrap",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -446,3 +456,41 @@ def _build(options: _Options) -> Callable[..., Any]:
     setattr(wrapper, _MARKER, options)
     setattr(wrapper, "__spillstore_capper__", capper)  # noqa: B010 - for hosts and tests
     return wrapper
+
+
+class ToolCappers:
+    """The cappers a framework adapter applies, chosen by tool name.
+
+    The service's budget by default, a per-tool budget where one is given, and none at
+    all for exempt tools and for the spill tools themselves (reading a spill must never
+    spill again). Shared by the LangChain middleware and the pydantic-ai capability.
+
+    Args:
+        service: the service results go through (default ``TruncationService()``).
+        spill_tools: the Read/Grep/List tools (default ``service.spill_tools()``).
+        budgets: per-tool inline budgets by tool name (ints or human sizes).
+        exempt: tool names whose results pass through untouched.
+    """
+
+    def __init__(
+        self,
+        service: TruncationService | None = None,
+        *,
+        spill_tools: SpillTools | None = None,
+        budgets: Mapping[str, int | str] | None = None,
+        exempt: Collection[str] = (),
+    ) -> None:
+        self.service = service if service is not None else TruncationService()
+        self.spill_tools = spill_tools if spill_tools is not None else self.service.spill_tools()
+        names = self.spill_tools.names
+        self.exempt = frozenset(exempt) | {names.read, names.grep, names.list}
+        self._default = Capper(self.service)
+        self._by_name = {
+            name: Capper(self.service, max_bytes=size) for name, size in (budgets or {}).items()
+        }
+
+    def for_tool(self, name: str) -> Capper | None:
+        """The capper for a tool's results, or None when they pass through untouched."""
+        if name in self.exempt:
+            return None
+        return self._by_name.get(name, self._default)

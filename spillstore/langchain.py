@@ -50,7 +50,7 @@ from pydantic import ConfigDict, PrivateAttr
 from spillstore._errors import ConfigError
 from spillstore._service import TruncationService
 from spillstore._tools import SpillTools
-from spillstore._wrap import UNKNOWN_CALL_ID, Capper, model_text
+from spillstore._wrap import UNKNOWN_CALL_ID, Capper, ToolCappers, model_text
 
 __all__ = ["SpillMiddleware", "SpillTool", "spill_tools", "wrap_tool"]
 
@@ -194,21 +194,16 @@ class SpillMiddleware(AgentMiddleware):
         exempt: Collection[str] = (),
     ) -> None:
         super().__init__()
-        self.service = service if service is not None else TruncationService()
-        tools = spill_tools if spill_tools is not None else self.service.spill_tools()
-        self.spill = tools
-        self.tools = _spill_tool_list(tools=tools) if include_spill_tools else []
-        self.exempt = frozenset(exempt) | {tools.names.read, tools.names.grep, tools.names.list}
-        self._default = Capper(self.service)
-        self._cappers = {
-            name: Capper(self.service, max_bytes=size) for name, size in (budgets or {}).items()
-        }
+        self._cappers = ToolCappers(
+            service, spill_tools=spill_tools, budgets=budgets, exempt=exempt
+        )
+        self.service = self._cappers.service
+        self.spill = self._cappers.spill_tools
+        self.exempt = self._cappers.exempt
+        self.tools = _spill_tool_list(tools=self.spill) if include_spill_tools else []
 
     def _capper(self, request: ToolCallRequest) -> Capper | None:
-        name = request.tool_call["name"]
-        if name in self.exempt:
-            return None
-        return self._cappers.get(name, self._default)
+        return self._cappers.for_tool(request.tool_call["name"])
 
     def wrap_tool_call(
         self,

@@ -47,7 +47,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from spillstore._service import TruncationService
 from spillstore._tools import SpillTools
-from spillstore._wrap import Capper, model_text
+from spillstore._wrap import Capper, ToolCappers, model_text
 
 __all__ = ["SpillCapability", "spill_toolset"]
 
@@ -108,15 +108,13 @@ class SpillCapability(AbstractCapability[Any]):
         budgets: Mapping[str, int | str] | None = None,
         exempt: Collection[str] = (),
     ) -> None:
-        self.service = service if service is not None else TruncationService()
-        self.spill_tools = spill_tools if spill_tools is not None else self.service.spill_tools()
+        self._cappers = ToolCappers(
+            service, spill_tools=spill_tools, budgets=budgets, exempt=exempt
+        )
+        self.service = self._cappers.service
+        self.spill_tools = self._cappers.spill_tools
+        self.exempt = self._cappers.exempt
         self.include_spill_tools = include_spill_tools
-        names = self.spill_tools.names
-        self.exempt = frozenset(exempt) | {names.read, names.grep, names.list}
-        self._default = Capper(self.service)
-        self._cappers = {
-            name: Capper(self.service, max_bytes=size) for name, size in (budgets or {}).items()
-        }
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -137,9 +135,9 @@ class SpillCapability(AbstractCapability[Any]):
         result: Any,
     ) -> Any:
         """Pass the tool's return value through the service (see the module docstring)."""
-        if call.tool_name in self.exempt:
+        capper = self._cappers.for_tool(call.tool_name)
+        if capper is None:
             return result
-        capper = self._cappers.get(call.tool_name, self._default)
         return await _cap_value(
             capper, result, tool_name=call.tool_name, tool_call_id=call.tool_call_id
         )
