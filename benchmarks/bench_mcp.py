@@ -12,7 +12,7 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
   not run through ctxtual (its stdio client is quadratic too).
 
 What is measured (every scenario in a fresh worker process, the upstream always
-``tests/mcp_servers/big.py``, an SDK low-level server; rounds interleaved):
+``tests/mcp/mcp_servers/big.py``, an SDK low-level server; rounds interleaved):
 
 1. one big text result (``--size-mb``) and one of 5 MB:
    - **direct (linear)**: an SDK ``mcp.Client`` over spillstore's linear
@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._timing import machine  # noqa: E402
 
-BIG = [sys.executable, str(ROOT / "tests" / "mcp_servers" / "big.py")]
+BIG = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_servers" / "big.py")]
 MB = 1_000_000
 
 

@@ -11,15 +11,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spillstore._accumulator import OutputAccumulator
-    from spillstore._cap import (
-        MIN_CAP_BYTES,
-        PART_SEPARATOR,
-        cap_content,
-        cap_result,
-        elide_middle,
-        elision_marker,
-    )
     from spillstore._content import (
         EmbeddedText,
         MediaPart,
@@ -29,6 +20,16 @@ if TYPE_CHECKING:
         TextPart,
         ToolResult,
     )
+    from spillstore._core.cap import (
+        MIN_CAP_BYTES,
+        PART_SEPARATOR,
+        cap_content,
+        cap_result,
+        elide_middle,
+        elision_marker,
+    )
+    from spillstore._core.gc_plan import GcEntry, GcReport
+    from spillstore._core.utf8 import head, tail, utf8_size
     from spillstore._errors import (
         ConfigError,
         InvalidSpillId,
@@ -40,15 +41,22 @@ if TYPE_CHECKING:
         StoreError,
         UnsafeStoreRoot,
     )
-    from spillstore._gc import GcEntry, GcReport
-    from spillstore._local import LocalStore
-    from spillstore._memory import MemoryStore
-    from spillstore._meta import LinePage, SpillMeta
-    from spillstore._service import TruncationService
+    from spillstore._service.accumulator import OutputAccumulator
+    from spillstore._service.service import TruncationService
+    from spillstore._service.wrap import call_context, wrap
     from spillstore._settings import Settings, parse_duration, parse_size
-    from spillstore._store import AsyncSpillWriter, SpillWriter, Store
-    from spillstore._tools import GrepArgs, ListArgs, ReadArgs, SpillTools, delegate_read
-    from spillstore._turns import (
+    from spillstore._stores.base import AsyncSpillWriter, SpillWriter, Store
+    from spillstore._stores.local import LocalStore
+    from spillstore._stores.memory import MemoryStore
+    from spillstore._stores.meta import LinePage, SpillMeta
+    from spillstore._tools.spill_tools import (
+        GrepArgs,
+        ListArgs,
+        ReadArgs,
+        SpillTools,
+        delegate_read,
+    )
+    from spillstore.loop import (
         LoopResult,
         Message,
         ModelTurn,
@@ -57,8 +65,6 @@ if TYPE_CHECKING:
         arun_loop,
         run_loop,
     )
-    from spillstore._utf8 import head, tail, utf8_size
-    from spillstore._wrap import call_context, wrap
 
 __all__ = [
     "MIN_CAP_BYTES",
@@ -119,59 +125,59 @@ __all__ = [
 __version__ = "0.1.0.dev0"
 
 _EXPORTS: dict[str, str] = {
-    "AsyncSpillWriter": "spillstore._store",
+    "AsyncSpillWriter": "spillstore._stores.base",
     "ConfigError": "spillstore._errors",
     "EmbeddedText": "spillstore._content",
-    "GcEntry": "spillstore._gc",
-    "GcReport": "spillstore._gc",
-    "GrepArgs": "spillstore._tools",
+    "GcEntry": "spillstore._core.gc_plan",
+    "GcReport": "spillstore._core.gc_plan",
+    "GrepArgs": "spillstore._tools.spill_tools",
     "InvalidSpillId": "spillstore._errors",
-    "LinePage": "spillstore._meta",
-    "ListArgs": "spillstore._tools",
-    "LocalStore": "spillstore._local",
-    "LoopResult": "spillstore._turns",
-    "MIN_CAP_BYTES": "spillstore._cap",
+    "LinePage": "spillstore._stores.meta",
+    "ListArgs": "spillstore._tools.spill_tools",
+    "LocalStore": "spillstore._stores.local",
+    "LoopResult": "spillstore.loop",
+    "MIN_CAP_BYTES": "spillstore._core.cap",
     "MediaPart": "spillstore._content",
-    "MemoryStore": "spillstore._memory",
-    "Message": "spillstore._turns",
-    "ModelTurn": "spillstore._turns",
-    "OutputAccumulator": "spillstore._accumulator",
-    "PART_SEPARATOR": "spillstore._cap",
+    "MemoryStore": "spillstore._stores.memory",
+    "Message": "spillstore.loop",
+    "ModelTurn": "spillstore.loop",
+    "OutputAccumulator": "spillstore._service.accumulator",
+    "PART_SEPARATOR": "spillstore._core.cap",
     "Part": "spillstore._content",
     "PathOutsideStore": "spillstore._errors",
     "RangeNotStored": "spillstore._errors",
-    "ReadArgs": "spillstore._tools",
+    "ReadArgs": "spillstore._tools.spill_tools",
     "ResourceLink": "spillstore._content",
     "Settings": "spillstore._settings",
     "SpillExpired": "spillstore._errors",
     "SpillInfo": "spillstore._content",
-    "SpillMeta": "spillstore._meta",
+    "SpillMeta": "spillstore._stores.meta",
     "SpillNotFound": "spillstore._errors",
-    "SpillTools": "spillstore._tools",
-    "SpillWriter": "spillstore._store",
+    "SpillTools": "spillstore._tools.spill_tools",
+    "SpillWriter": "spillstore._stores.base",
     "SpillstoreError": "spillstore._errors",
-    "Store": "spillstore._store",
+    "Store": "spillstore._stores.base",
     "StoreError": "spillstore._errors",
     "TextPart": "spillstore._content",
-    "ToolCall": "spillstore._turns",
+    "ToolCall": "spillstore.loop",
     "ToolResult": "spillstore._content",
-    "TruncationService": "spillstore._service",
-    "TurnGuard": "spillstore._turns",
+    "TruncationService": "spillstore._service.service",
+    "TurnGuard": "spillstore.loop",
     "UnsafeStoreRoot": "spillstore._errors",
-    "arun_loop": "spillstore._turns",
-    "call_context": "spillstore._wrap",
-    "cap_content": "spillstore._cap",
-    "cap_result": "spillstore._cap",
-    "delegate_read": "spillstore._tools",
-    "elide_middle": "spillstore._cap",
-    "elision_marker": "spillstore._cap",
-    "head": "spillstore._utf8",
+    "arun_loop": "spillstore.loop",
+    "call_context": "spillstore._service.wrap",
+    "cap_content": "spillstore._core.cap",
+    "cap_result": "spillstore._core.cap",
+    "delegate_read": "spillstore._tools.spill_tools",
+    "elide_middle": "spillstore._core.cap",
+    "elision_marker": "spillstore._core.cap",
+    "head": "spillstore._core.utf8",
     "parse_duration": "spillstore._settings",
     "parse_size": "spillstore._settings",
-    "run_loop": "spillstore._turns",
-    "tail": "spillstore._utf8",
-    "utf8_size": "spillstore._utf8",
-    "wrap": "spillstore._wrap",
+    "run_loop": "spillstore.loop",
+    "tail": "spillstore._core.utf8",
+    "utf8_size": "spillstore._core.utf8",
+    "wrap": "spillstore._service.wrap",
 }
 """Where each public name is defined."""
 

@@ -8,32 +8,55 @@ The tree::
 
     SpillstoreError
     ├── ConfigError(ValueError)             bad settings, caps or arguments
+    ├── UsageError(RuntimeError)            an object used out of turn (a finished writer)
     ├── InvalidSpillId(ValueError)          an id that is not one spillstore makes
     ├── PathOutsideStore(ValueError)        a path that does not resolve inside the store
+    ├── RequestRefused(ValueError)          a tool request the model must fix (a bad regex)
     ├── SpillNotFound(LookupError)          no spill with that id
     │   └── SpillExpired                    it existed, and was deleted or collected
     ├── RangeNotStored(LookupError)         the range falls in the gap the retention cap cut
-    └── StoreError(OSError)                 the backend failed (disk full, EIO, EACCES, ...)
-        └── UnsafeStoreRoot                 the root is a symlink, foreign, or writable by others
+    ├── StoreError(OSError)                 the backend failed (disk full, EIO, EACCES, ...)
+    │   └── UnsafeStoreRoot                 the root is a symlink, foreign, or writable by others
+    └── UpstreamUnavailable(ConnectionError)  the MCP proxy's upstream cannot take requests
+
+Every error survives a pickle round-trip with its message and attributes (errors cross
+process boundaries in worker pools and test runners).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "ConfigError",
     "InvalidSpillId",
     "PathOutsideStore",
     "RangeNotStored",
+    "RequestRefused",
     "SpillExpired",
     "SpillNotFound",
     "SpillstoreError",
     "StoreError",
     "UnsafeStoreRoot",
+    "UpstreamUnavailable",
+    "UsageError",
 ]
 
 
 class SpillstoreError(Exception):
     """Base class of every error spillstore raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The subclasses take their data as keyword-only arguments, which the default
+        # reduce (``cls(*args)``) cannot pass: rebuild from args, then restore the data.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[SpillstoreError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class ConfigError(SpillstoreError, ValueError):
@@ -50,6 +73,10 @@ class ConfigError(SpillstoreError, ValueError):
         self.env_var = env_var
 
 
+class UsageError(SpillstoreError, RuntimeError):
+    """An object was used out of turn: a finished writer or accumulator, a proxy not entered."""
+
+
 class InvalidSpillId(SpillstoreError, ValueError):
     """A spill id is malformed (not one that spillstore could have made)."""
 
@@ -64,6 +91,13 @@ class PathOutsideStore(SpillstoreError, ValueError):
     def __init__(self, message: str, *, path: str):
         super().__init__(message)
         self.path = path
+
+
+class RequestRefused(SpillstoreError, ValueError):
+    """A tool request the model must fix (a bad pattern, an impossible page).
+
+    The message is the model-facing text; the recovery tools return it as an error result.
+    """
 
 
 class SpillNotFound(SpillstoreError, LookupError):
@@ -98,3 +132,7 @@ class StoreError(SpillstoreError, OSError):
 
 class UnsafeStoreRoot(StoreError):
     """The store root is a symlink, owned by another user, or group/world-writable."""
+
+
+class UpstreamUnavailable(SpillstoreError, ConnectionError):
+    """The MCP proxy's upstream server cannot take requests (it failed to start, or is gone)."""

@@ -48,9 +48,9 @@ from langgraph.types import Command
 from pydantic import ConfigDict, PrivateAttr
 
 from spillstore._errors import ConfigError
-from spillstore._service import TruncationService
-from spillstore._tools import SpillTools
-from spillstore._wrap import UNKNOWN_CALL_ID, Capper, ToolCappers, model_text
+from spillstore._service.service import TruncationService
+from spillstore._service.wrap import UNKNOWN_CALL_ID, Capper, ToolCappers, model_text
+from spillstore._tools.spill_tools import SpillTools
 
 __all__ = ["SpillMiddleware", "SpillTool", "spill_tools", "wrap_tool"]
 

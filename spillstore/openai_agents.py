@@ -50,9 +50,9 @@ from agents.tool import ToolOutputFileContent, ToolOutputImage, ValidToolOutputP
 from agents.tool_context import ToolContext
 
 from spillstore._errors import ConfigError
-from spillstore._service import TruncationService
-from spillstore._tools import SpillTools
-from spillstore._wrap import Capper, model_text
+from spillstore._service.service import TruncationService
+from spillstore._service.wrap import Capper, model_text
+from spillstore._tools.spill_tools import SpillTools
 
 __all__ = ["spill_tools", "wrap_tool", "wrap_tools"]
 

@@ -45,9 +45,9 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content, tool_return_ta
 from pydantic_ai.tools import ToolDefinition
 
-from spillstore._service import TruncationService
-from spillstore._tools import SpillTools
-from spillstore._wrap import Capper, ToolCappers, model_text
+from spillstore._service.service import TruncationService
+from spillstore._service.wrap import Capper, ToolCappers, model_text
+from spillstore._tools.spill_tools import SpillTools
 
 __all__ = ["SpillCapability", "spill_toolset"]
 

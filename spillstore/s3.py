@@ -89,16 +89,16 @@ from typing import IO, TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from spillstore._core.gc_plan import GcEntry
 from spillstore._errors import ConfigError, SpillNotFound, SpillstoreError, StoreError
-from spillstore._gc import GcEntry
-from spillstore._meta import (
+from spillstore._stores.base import DataReader, Sink, Store, expired_error
+from spillstore._stores.meta import (
     DEFAULT_RETAINED_TAIL_BYTES,
     DEFAULT_RETENTION_BYTES,
     SpillMeta,
     is_spill_id,
     validate_session,
 )
-from spillstore._store import DataReader, Sink, Store, expired_error
 
 if TYPE_CHECKING:
     from obstore import WritableFile

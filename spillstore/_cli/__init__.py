@@ -1,0 +1,1 @@
+"""The ``spillstore`` command line."""

@@ -1,0 +1,56 @@
+"""Argument checks shared by every public entry point. Pure: no I/O.
+
+A developer's bad argument raises :class:`~spillstore.ConfigError` naming the argument
+and the value; ``bool`` is never accepted as a number, whatever Python thinks of it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from spillstore._errors import ConfigError
+
+__all__ = ["check_int", "check_number"]
+
+
+def check_int(
+    name: str,
+    value: object,
+    *,
+    minimum: int = 0,
+    maximum: int | None = None,
+    allow_none: bool = False,
+) -> int:
+    """Return ``value`` if it is an ``int`` (not a ``bool``) in ``[minimum, maximum]``.
+
+    Raises:
+        ConfigError: it is not (``field`` is ``name``).
+    """
+    if value is None and allow_none:
+        return value  # type: ignore[return-value]  # callers type it as int | None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        none = " or None" if allow_none else ""
+        raise ConfigError(f"{name} must be an int {bounds}{none}; got {value!r}", field=name)
+    return value
+
+
+def check_number(name: str, value: object, *, minimum: float = 0.0) -> float:
+    """Return ``value`` if it is a real ``int`` or ``float`` (not bool, not NaN) >= ``minimum``.
+
+    Raises:
+        ConfigError: it is not.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or math.isnan(value)
+        or value < minimum
+    ):
+        raise ConfigError(f"{name} must be a number >= {minimum:g}; got {value!r}", field=name)
+    return float(value)

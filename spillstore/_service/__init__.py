@@ -1,0 +1,1 @@
+"""The decision point: TruncationService, its flow and drivers, streaming, and wrap."""

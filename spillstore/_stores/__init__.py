@@ -1,0 +1,1 @@
+"""Spill storage: the store protocol with its shared operations, and the backends."""

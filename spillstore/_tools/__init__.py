@@ -1,0 +1,1 @@
+"""The model-facing recovery tools: Read, Grep and List over spills (design.md §5)."""

@@ -1,0 +1,132 @@
+"""Serve MCP over this process's stdin/stdout without a worker thread per message.
+
+The SDK's ``stdio_server`` reads and writes through ``anyio.wrap_file``: every line read,
+every write and every flush is a hop to a worker thread, three per request, which is most
+of a proxy's per-call overhead on small results. This transport reads and writes the
+descriptors directly, non-blocking, from the event loop (falling back to a worker thread
+for regular files, which cannot be polled), frames lines with the linear
+:class:`~spillstore.mcp.transport.LineSplitter`, and takes the standard descriptors the
+way the SDK does: while it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr, so
+a stray ``print`` or a child process cannot corrupt the protocol stream; both are restored
+on exit, with their original blocking modes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from spillstore.mcp.transport import LineSplitter, parse_line
+
+__all__ = ["stdio_streams"]
+
+READ_BYTES = 1 << 16
+"""The most bytes read from stdin at a time."""
+
+FLUSH_SECONDS = 5.0
+"""On exit, how long queued responses may take to be written."""
+
+
+def _pollable(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+async def _read(fd: int, pollable: bool) -> bytes:
+    if not pollable:
+        return await anyio.to_thread.run_sync(os.read, fd, READ_BYTES)
+    while True:
+        try:
+            return os.read(fd, READ_BYTES)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+
+
+async def _write(fd: int, data: bytes, pollable: bool) -> None:
+    view = memoryview(data)
+    while view:
+        if not pollable:
+            written = await anyio.to_thread.run_sync(os.write, fd, view)
+        else:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+                continue
+        view = view[written:]
+
+
+@asynccontextmanager
+async def stdio_streams() -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """Take fds 0 and 1 and yield ``(read_stream, write_stream)`` for ``Server.run``."""
+    in_fd = os.dup(0)
+    out_fd = os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    in_poll, out_poll = _pollable(in_fd), _pollable(out_fd)
+    blocking = (os.get_blocking(in_fd), os.get_blocking(out_fd))
+    if in_poll:
+        os.set_blocking(in_fd, False)
+    if out_poll:
+        os.set_blocking(out_fd, False)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def reader() -> None:
+        splitter = LineSplitter()
+        async with read_send:
+            while chunk := await _read(in_fd, in_poll):
+                for line in splitter.feed(chunk):
+                    if line.strip():
+                        await read_send.send(parse_line(line))
+            rest = splitter.finish()
+            if rest is not None and rest.strip():
+                await read_send.send(parse_line(rest))
+
+    written = anyio.Event()
+
+    async def writer() -> None:
+        try:
+            async with write_recv:
+                async for item in write_recv:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await _write(out_fd, data.encode("utf-8") + b"\n", out_poll)
+        finally:
+            written.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(writer)
+            try:
+                yield read_recv, write_send
+            finally:
+                # Let the last responses out before the descriptors are given back.
+                write_send.close()
+                with anyio.move_on_after(FLUSH_SECONDS, shield=True):
+                    await written.wait()
+                tg.cancel_scope.cancel()
+    finally:
+        for fd, was_blocking in ((in_fd, blocking[0]), (out_fd, blocking[1])):
+            with suppress(OSError):
+                os.set_blocking(fd, was_blocking)
+            os.close(fd)
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        os.close(saved_in)
+        os.close(saved_out)

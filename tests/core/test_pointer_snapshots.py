@@ -1,0 +1,68 @@
+"""Snapshot tests pin the pointer's three wordings and append mode, byte for byte.
+
+To accept a deliberate format change, run with SPILLSTORE_UPDATE_SNAPSHOTS=1 once,
+review the diff of tests/core/snapshots/, and commit it with the change (and the README).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from spillstore._content import TextPart, ToolResult
+from spillstore._errors import StoreError
+from spillstore._service.service import TruncationService
+from spillstore._settings import Settings
+from spillstore._stores.memory import MemoryStore
+from spillstore._stores.meta import SpillMeta
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+CONFIG = Settings(max_bytes=2_400, head_bytes=300, tail_bytes=200, max_line_bytes=120)
+PARTIAL = Settings(
+    max_bytes=2_400,
+    head_bytes=300,
+    tail_bytes=200,
+    max_line_bytes=120,
+    retention_bytes=4_096,
+    retained_tail_bytes=1_024,
+)
+
+
+class FullDisk(MemoryStore):
+    """A store that always fails to save, like a full disk."""
+
+    def put(self, data: Iterable[bytes | str] | bytes | str, **kwargs: object) -> SpillMeta:  # type: ignore[override]
+        raise StoreError(errno.ENOSPC, "No space left on device")
+
+
+def _log(lines: int) -> str:
+    return "".join(f"{n:05d} step ok\n" for n in range(1, lines + 1))
+
+
+CASES = {
+    "saved_in_full": (MemoryStore, CONFIG, _log(800), "exit code 0"),
+    "saved_in_part": (MemoryStore, PARTIAL, _log(800), "exit code 0"),
+    "not_saved": (FullDisk, CONFIG, _log(800), "exit code 1"),
+    "append_mode": (MemoryStore, CONFIG, "start\n" + "J" * 5_000 + "\nend\n", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pointer_snapshot(name: str) -> None:
+    """The rendered text for each wording matches its snapshot exactly."""
+    store_type, config, output, suffix = CASES[name]
+    service = TruncationService(store_type(), config)
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart(output),), suffix=suffix),
+        tool_name="bash",
+        tool_call_id="call_42",
+    )
+    text = "\n".join(p.text for p in result.content if isinstance(p, TextPart))
+    path = SNAPSHOTS / f"{name}.txt"
+    if os.environ.get("SPILLSTORE_UPDATE_SNAPSHOTS") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")

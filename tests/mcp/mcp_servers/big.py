@@ -1,0 +1,260 @@
+"""An upstream MCP server for the proxy tests: big, mixed, failing and slow results.
+
+Built on the SDK's low-level ``Server`` and served over stdio. Run it as
+``python tests/mcp/mcp_servers/big.py``; every tool is deterministic.
+
+Tools:
+
+- ``big(size, line_bytes=100, char="x")``: exactly ``size`` UTF-8 bytes of text in lines of
+  ``line_bytes`` bytes (the last line may be shorter and has no newline);
+- ``echo(text)``: the text back;
+- ``mixed(size)``: text, an image, audio, an embedded text resource of ``size`` bytes,
+  an embedded blob resource, a resource link, in that order;
+- ``structured(size, wrapped=false)``: a tool with an output schema; ``size`` bytes of
+  text, and structured content ``{"lines": N, "text": ...}`` (or, with ``wrapped``,
+  ``{"result": <the same text>}`` as ``MCPServer`` makes for ``-> str`` tools);
+- ``fails(size)``: an ``is_error`` result of ``size`` bytes;
+- ``crash(code=3)``: the process exits at once;
+- ``sleep(seconds)``: answers after ``seconds``;
+- ``freeze()``: blocks the whole process (the event loop too) for 60 s;
+- ``progress(steps)``: reports ``steps`` progress notifications, then answers;
+- ``add_tool()``: adds a tool ``extra`` and sends ``tools/list_changed``.
+
+Resources: ``test://small`` (text) and ``test://big/{size}`` (a template). Prompts:
+``greet(name)``.
+
+Options: ``--clash`` adds a tool named ``read_spill`` (to test the proxy's prefix);
+``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of stdio.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.stdio import stdio_server
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 32).decode()
+WAV = base64.b64encode(b"RIFF" + b"\0" * 32).decode()
+BLOB = base64.b64encode(bytes(range(256))).decode()
+
+
+def make_text(size: int, line_bytes: int = 100, char: str = "x") -> str:
+    """Exactly ``size`` UTF-8 bytes: lines of ``line_bytes`` bytes, numbered at the start."""
+    width = len(char.encode())
+    per_line = max((line_bytes - 1 - 9) // width, 0)
+    line_count = size // line_bytes
+    body = "".join(f"{n:08d} {char * per_line}\n" for n in range(line_count))
+    rest = size - len(body.encode())
+    filler = char * (rest // width) + "." * (rest % width)
+    return body + filler
+
+
+def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required or []}
+
+
+SIZE = {"type": "integer", "minimum": 0}
+TOOLS = [
+    types.Tool(
+        name="big",
+        description="Text of exactly size bytes.",
+        input_schema=_schema(
+            {"size": SIZE, "line_bytes": SIZE, "char": {"type": "string"}}, ["size"]
+        ),
+    ),
+    types.Tool(
+        name="echo",
+        description="Echo the text.",
+        input_schema=_schema({"text": {"type": "string"}}, ["text"]),
+    ),
+    types.Tool(name="mixed", description="Mixed blocks.", input_schema=_schema({"size": SIZE})),
+    types.Tool(
+        name="structured",
+        description="Structured output.",
+        input_schema=_schema({"size": SIZE, "wrapped": {"type": "boolean"}}, ["size"]),
+        output_schema={
+            "type": "object",
+            "properties": {
+                "lines": {"type": "integer"},
+                "text": {"type": "string"},
+                "result": {"type": "string"},
+            },
+            "additionalProperties": False,
+        },
+    ),
+    types.Tool(name="fails", description="An error.", input_schema=_schema({"size": SIZE})),
+    types.Tool(name="crash", description="Exit at once.", input_schema=_schema({"code": SIZE})),
+    types.Tool(
+        name="sleep",
+        description="Answer late.",
+        input_schema=_schema({"seconds": {"type": "number"}}),
+    ),
+    types.Tool(name="freeze", description="Block the process.", input_schema=_schema({})),
+    types.Tool(
+        name="progress", description="Report progress.", input_schema=_schema({"steps": SIZE})
+    ),
+    types.Tool(name="add_tool", description="Add a tool.", input_schema=_schema({})),
+]
+if "--clash" in sys.argv:
+    TOOLS.append(types.Tool(name="read_spill", description="Clashes.", input_schema=_schema({})))
+EXTRA = types.Tool(name="extra", description="Added later.", input_schema=_schema({}))
+state: dict[str, bool] = {"extra": False}
+
+
+def text(value: str) -> types.TextContent:
+    return types.TextContent(text=value)
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[*TOOLS, *([EXTRA] if state["extra"] else [])])
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    args = params.arguments or {}
+    name = params.name
+    if name == "big":
+        body = make_text(args["size"], args.get("line_bytes", 100), args.get("char", "x"))
+        return types.CallToolResult(content=[text(body)])
+    if name == "echo":
+        return types.CallToolResult(content=[text(args["text"])])
+    if name == "mixed":
+        size = args.get("size", 100)
+        return types.CallToolResult(
+            content=[
+                text("mixed result"),
+                types.ImageContent(data=PNG, mime_type="image/png"),
+                types.AudioContent(data=WAV, mime_type="audio/wav"),
+                types.EmbeddedResource(
+                    resource=types.TextResourceContents(
+                        uri="test://doc", text=make_text(size), mime_type="text/plain"
+                    )
+                ),
+                types.EmbeddedResource(
+                    resource=types.BlobResourceContents(
+                        uri="test://blob", blob=BLOB, mime_type="application/octet-stream"
+                    )
+                ),
+                types.ResourceLink(uri="test://small", name="small", mime_type="text/plain"),
+            ]
+        )
+    if name == "structured":
+        body = make_text(args["size"])
+        structured = (
+            {"result": body}
+            if args.get("wrapped")
+            else {"lines": body.count("\n"), "text": body[:20]}
+        )
+        return types.CallToolResult(content=[text(body)], structured_content=structured)
+    if name == "fails":
+        return types.CallToolResult(content=[text(make_text(args.get("size", 10)))], is_error=True)
+    if name == "crash":
+        sys.stderr.write("big.py: crashing on request\n")
+        sys.stderr.flush()
+        os._exit(args.get("code", 3))
+    if name == "sleep":
+        await anyio.sleep(args.get("seconds", 1))
+        return types.CallToolResult(content=[text("slept")])
+    if name == "freeze":
+        time.sleep(60)  # blocks the event loop: the server answers nothing
+        return types.CallToolResult(content=[text("thawed")])
+    if name == "progress":
+        steps = args.get("steps", 3)
+        for step in range(steps):
+            await ctx.session.report_progress(step + 1, steps, f"step {step + 1}")
+        return types.CallToolResult(content=[text(f"{steps} steps")])
+    if name == "add_tool":
+        state["extra"] = True
+        await ctx.session.send_tool_list_changed()
+        return types.CallToolResult(content=[text("added")])
+    if name in ("extra", "read_spill"):
+        return types.CallToolResult(content=[text(f"{name} called")])
+    return types.CallToolResult(content=[text(f"unknown tool {name}")], is_error=True)
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    return types.ListResourcesResult(
+        resources=[types.Resource(uri="test://small", name="small", mime_type="text/plain")]
+    )
+
+
+async def list_templates(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(
+        resource_templates=[types.ResourceTemplate(uri_template="test://big/{size}", name="big")]
+    )
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    uri = str(params.uri)
+    body = "small resource" if uri == "test://small" else make_text(int(uri.rsplit("/", 1)[1]))
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=body)])
+
+
+async def list_prompts(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult(
+        prompts=[
+            types.Prompt(name="greet", arguments=[types.PromptArgument(name="name", required=True)])
+        ]
+    )
+
+
+async def get_prompt(
+    ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+) -> types.GetPromptResult:
+    who = (params.arguments or {}).get("name", "you")
+    return types.GetPromptResult(
+        messages=[types.PromptMessage(role="user", content=text(f"Hello, {who}!"))]
+    )
+
+
+server = Server(
+    "big-test-server",
+    version="1.0",
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    on_list_resources=list_resources,
+    on_list_resource_templates=list_templates,
+    on_read_resource=read_resource,
+    on_list_prompts=list_prompts,
+    on_get_prompt=get_prompt,
+)
+
+
+async def main() -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+        await server.run(read_stream, write_stream, options)
+
+
+def main_http(port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    if "--http" in sys.argv:
+        main_http(int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        anyio.run(main)

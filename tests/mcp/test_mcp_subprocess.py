@@ -1,0 +1,277 @@
+"""MCP integration, out of process: the real command lines, a real third-party server, HTTP.
+
+- ``python -m spillstore.mcp proxy ... -- CMD`` and ``python -m spillstore.mcp serve`` are
+  started as subprocesses and driven by the SDK's ``mcp.Client``;
+- the end-to-end test puts ``mcp-server-git`` (from PyPI, in the ``test`` extra) behind
+  the proxy, on a repository built here with thousands of commits and a multi-MB diff,
+  and checks the spilled copies byte for byte against what the server returns directly;
+- a streamable-HTTP upstream sends a 3 MB result as one server-sent event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from spillstore import LocalStore, Settings, TruncationService
+from spillstore.mcp import SpillProxy, StdioTransport
+from spillstore.mcp.convert import SPILL_META_KEY
+from tests.mcp.mcp_servers.big import make_text
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = ROOT / "tests" / "mcp" / "mcp_servers"
+BIG = [sys.executable, str(SERVERS / "big.py")]
+RAW = [sys.executable, str(SERVERS / "raw.py")]
+BUDGET = 20_000
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run the async tests on asyncio."""
+    return "asyncio"
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [block.text for block in result.content if isinstance(block, types.TextContent)]
+
+
+def proxy_command(store_dir: Path, *upstream: str, session: str = "sub") -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "spillstore.mcp",
+        "proxy",
+        "--dir",
+        str(store_dir),
+        "--session",
+        session,
+        "--max-bytes",
+        str(BUDGET),
+        "--",
+        *upstream,
+    ]
+
+
+# --------------------------------------------------------------------------- command lines
+
+
+async def test_proxy_command_line_caps_a_big_result_for_the_sdk_stdio_client(
+    tmp_path: Path,
+) -> None:
+    """The proxy as a subprocess, driven by the SDK's own stdio client, caps and pages."""
+    command = proxy_command(tmp_path / "spills", *BIG)
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+    async with Client(params, mode="legacy") as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"big", "read_spill", "grep_spill", "list_spills"} <= names
+        result = await client.call_tool("big", {"size": 5_000_000})
+        [text] = texts(result)
+        assert len(text.encode()) <= BUDGET
+        spill = (result.meta or {})[SPILL_META_KEY]
+        page = await client.call_tool(
+            "read_spill", {"spill": spill["path"], "offset": -2, "limit": 2}
+        )
+        assert "lines 49999-50000 of 50000" in texts(page)[0]
+    store = LocalStore(tmp_path / "spills")
+    stored = store.read_bytes(spill["spillId"], 0, 5_000_000)
+    assert hashlib.sha256(stored).hexdigest() == spill["sha256"]
+    assert stored == make_text(5_000_000).encode()
+    assert store.stat(spill["spillId"]).session == "sub"
+
+
+async def test_proxy_command_line_logs_to_stderr_and_restarts_a_crashed_upstream(
+    tmp_path: Path,
+) -> None:
+    """A crash is reported to the caller and logged on stderr; stdout stays protocol-only."""
+    errlog = tmp_path / "stderr.txt"
+    command = proxy_command(tmp_path / "spills", *RAW)
+    with errlog.open("wb") as err:
+        transport = StdioTransport(command[0], command[1:], cwd=str(ROOT), stderr=err)
+        async with Client(transport, mode="legacy") as client:
+            crashed = await client.call_tool("crash", {"code": 9})
+            assert crashed.is_error and "exited with code 9" in texts(crashed)[0]
+            assert texts(await client.call_tool("echo", {"text": "ok"})) == ["ok"]
+    logged = errlog.read_text()
+    assert "raw.py: crashing on request" in logged  # the upstream's stderr
+    assert "restarting it (1 of 3)" in logged  # the proxy's own log
+
+
+async def test_proxy_command_line_refuses_a_bad_budget(tmp_path: Path) -> None:
+    """A bad --max-bytes is a one-line error naming the setting, exit status 2."""
+    command = proxy_command(tmp_path, *RAW)
+    command[command.index("--max-bytes") + 1] = "12K"
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "max_bytes" in done.stderr and "KiB" in done.stderr
+
+
+@pytest.mark.parametrize("entry", ["module", "cli"])
+async def test_serve_command_line_reads_the_spills_of_a_session(tmp_path: Path, entry: str) -> None:
+    """``serve --dir D --session S`` (or ``spillstore --session S mcp serve``) reads spills."""
+    store = LocalStore(tmp_path / "spills")
+    settings = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=200)
+    service = TruncationService(store, settings, session="work")
+    capped = service.truncate_for_model(make_text(100_000), tool_name="build", tool_call_id="c9")
+    assert capped.spill is not None and capped.spill.spill_id is not None
+    spills = str(tmp_path / "spills")
+    args = {
+        "module": ["-m", "spillstore.mcp", "serve", "--dir", spills, "--session", "work"],
+        "cli": ["-m", "spillstore._cli.app", "--session", "work", "mcp", "serve", "--dir", spills],
+    }[entry]
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+    async with Client(params) as client:
+        tools = (await client.list_tools()).tools
+        assert all(t.annotations and t.annotations.read_only_hint for t in tools)
+        listing = texts(await client.call_tool("list_spills", {}))[0]
+        assert capped.spill.spill_id in listing and "build" in listing
+        page = await client.call_tool(
+            "read_spill", {"spill": capped.spill.spill_id, "offset": 500, "limit": 1}
+        )
+        assert page.structured_content is None
+        assert "00000499 xxx" in texts(page)[0]
+
+
+# --------------------------------------------------------------------------- mcp-server-git
+
+
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> None:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", *args], cwd=repo, input=stdin, check=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A repository with 3,000 small commits, then one adding a 150,000-line file."""
+    repo = tmp_path_factory.mktemp("repo")
+    _git(repo, "init", "-q", "-b", "main")
+    stream: list[bytes] = []
+    for number in range(3001):
+        message = f"commit {number}: touch line {number}\n".encode()
+        if number < 3000:
+            data = f"line {number}\n".encode()
+            path = b"small.txt"
+        else:
+            data = "".join(f"row {i:06d} alpha beta gamma delta\n" for i in range(150_000)).encode()
+            path = b"big.txt"
+        stream.append(
+            b"commit refs/heads/main\nmark :%d\ncommitter Test <test@example.com> %d +0000\n"
+            % (number + 1, 1_700_000_000 + number * 60)
+        )
+        stream.append(b"data %d\n%s" % (len(message), message))
+        if number:
+            stream.append(b"from :%d\n" % number)
+        stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path, len(data), data))
+    _git(repo, "fast-import", "--quiet", stdin=b"".join(stream))
+    _git(repo, "checkout", "-q", "main")
+    yield repo
+
+
+async def test_mcp_server_git_behind_the_proxy_spills_byte_exact_and_pages(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    """git_log and git_diff through the proxy: byte-exact spills, paged with read_spill."""
+    upstream = [sys.executable, "-m", "mcp_server_git", "--repository", str(git_repo)]
+    calls = {
+        "git_log": {"repo_path": str(git_repo), "max_count": 3001},
+        "git_diff": {"repo_path": str(git_repo), "target": "HEAD~1"},
+    }
+    direct: dict[str, str] = {}
+    async with Client(StdioTransport(upstream[0], upstream[1:]), mode="legacy") as client:
+        for name, arguments in calls.items():
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error
+            [direct[name]] = texts(result)
+    assert len(direct["git_log"].encode()) > 300_000
+    assert len(direct["git_diff"].encode()) > 4_000_000
+
+    command = proxy_command(tmp_path / "spills", *upstream, session="git")
+    store = LocalStore(tmp_path / "spills")
+    async with Client(StdioTransport(command[0], command[1:], cwd=str(ROOT))) as client:
+        for name, arguments in calls.items():
+            result = await client.call_tool(name, arguments)
+            [text] = texts(result)
+            assert len(text.encode()) <= BUDGET
+            spill = (result.meta or {})[SPILL_META_KEY]
+            expected = direct[name].encode()
+            assert spill["totalBytes"] == len(expected)
+            assert store.read_bytes(spill["spillId"], 0, len(expected)) == expected
+            lines = direct[name].splitlines()
+            for offset in (1, len(lines) // 2, len(lines) - 3):
+                page = await client.call_tool(
+                    "read_spill", {"spill": spill["spillId"], "offset": offset, "limit": 3}
+                )
+                body = texts(page)[0].splitlines()
+                for number in range(offset, offset + 3):
+                    assert f"{number:>6}\t{lines[number - 1]}" in body
+        grep = await client.call_tool(
+            "grep_spill", {"pattern": "commit 1234:", "output_mode": "count"}
+        )
+        assert not grep.is_error and "1" in texts(grep)[0]
+
+
+# --------------------------------------------------------------------------- streamable HTTP
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def http_upstream() -> Iterator[str]:
+    """big.py serving streamable HTTP on a free loopback port."""
+    port = _free_port()
+    process = subprocess.Popen([*BIG, "--http", str(port)], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_http_upstream_result_over_one_mebibyte(http_upstream: str, tmp_path: Path) -> None:
+    """A 3 MB result in one server-sent event: the SDK's default client refuses it, the proxy
+    (no event size cap) caps and spills it exactly.
+
+    On a 2025-era (handshake) connection the SDK server answers a tools/call with
+    server-sent events, which its client caps at 1 MiB by default; 2026-era answers that
+    come within the keepalive window are plain JSON and are not capped.
+    """
+    async with Client(http_upstream, mode="legacy") as plain:
+        with pytest.raises(MCPError, match="exceeded the 1048576 byte limit"):
+            await plain.call_tool("big", {"size": 3_000_000})
+    store = LocalStore(tmp_path / "spills")
+    async with (
+        SpillProxy(url=http_upstream, store=store, settings=Settings(max_bytes=BUDGET)) as proxy,
+        Client(proxy.server) as client,
+    ):
+        result = await client.call_tool("big", {"size": 3_000_000})
+    [text] = texts(result)
+    assert len(text.encode()) <= BUDGET
+    spill = (result.meta or {})[SPILL_META_KEY]
+    assert store.read_bytes(spill["spillId"], 0, 3_000_000) == make_text(3_000_000).encode()

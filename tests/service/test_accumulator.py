@@ -1,0 +1,146 @@
+"""OutputAccumulator: streamed output ends in the same result as truncate_for_model."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from spillstore._content import TextPart, ToolResult
+from spillstore._core.utf8 import utf8_size
+from spillstore._errors import StoreError
+from spillstore._service.service import TruncationService
+from spillstore._settings import Settings
+from spillstore._stores.base import SpillWriter
+from spillstore._stores.memory import MemoryStore
+
+SMALL = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
+
+
+def _text(result: ToolResult) -> str:
+    return "\n".join(p.text for p in result.content if isinstance(p, TextPart))
+
+
+def _log() -> str:
+    return "".join(f"{n:06d} caf\u00e9 \U0001f600 ok\n" for n in range(40_000))
+
+
+def _chunks(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def test_streamed_equals_whole_result() -> None:
+    """Chunks split mid-character give the same pointer and spill as the whole output."""
+    output = _log()
+    whole = TruncationService(MemoryStore(), SMALL).truncate_for_model(
+        ToolResult(content=(TextPart(output),), suffix="exit code 0"),
+        tool_name="bash",
+        tool_call_id="c1",
+    )
+    store = MemoryStore()
+    acc = TruncationService(store, SMALL).accumulator(tool_name="bash", tool_call_id="c1")
+    for chunk in _chunks(output.encode(), 4_093):
+        acc.write(chunk)
+    streamed = acc.ok("exit code 0")
+    assert _text(streamed) == _text(whole)
+    assert streamed.spill == whole.spill
+    info = streamed.spill
+    assert info is not None and info.spill_id is not None
+    assert store.read_bytes(info.spill_id, 0, info.total_bytes) == output.encode()
+
+
+def test_small_stream_is_inline_with_suffix() -> None:
+    """A stream within budget comes back inline, with its suffix after it."""
+    acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.write("hello ")
+    acc.write(b"world")
+    out = acc.ok("exit code 0")
+    assert _text(out) == "hello world\nexit code 0"
+    assert out.spill is None
+
+
+def test_error_marks_result_and_keeps_message() -> None:
+    """error() makes an is_error result whose message survives the cap."""
+    acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.write(_log())
+    out = acc.error("exit code 3: build failed")
+    assert out.is_error is True
+    assert _text(out).endswith("--- end of preview ---\nexit code 3: build failed")
+    assert utf8_size(_text(out)) <= SMALL.max_bytes
+
+
+def test_invalid_utf8_is_stored_raw_and_said() -> None:
+    """Invalid UTF-8 shows as U+FFFD in the preview, is stored raw, and the pointer says so."""
+    store = MemoryStore()
+    acc = TruncationService(store, SMALL).accumulator(tool_name="t", tool_call_id="c")
+    raw = (b"ok \xff\xfe line\n") * 2_000
+    for chunk in _chunks(raw, 777):
+        acc.write(chunk)
+    out = acc.ok()
+    info = out.spill
+    assert info is not None and info.invalid_utf8 and info.spill_id is not None
+    assert "not valid UTF-8" in _text(out)
+    assert "\ufffd" in _text(out)
+    assert store.read_bytes(info.spill_id, 0, info.total_bytes) == raw
+
+
+def test_counts_true_total_past_retention() -> None:
+    """Past the retention cap the true total, lines and tail are still reported."""
+    config = Settings(
+        max_bytes=4_000,
+        head_bytes=1_000,
+        tail_bytes=500,
+        retention_bytes=8_192,
+        retained_tail_bytes=2_048,
+    )
+    output = _log()
+    acc = TruncationService(MemoryStore(), config).accumulator(tool_name="t", tool_call_id="c")
+    for chunk in _chunks(output.encode(), 10_000):
+        acc.write(chunk)
+    out = acc.ok()
+    info = out.spill
+    assert info is not None and info.saved == "partial"
+    assert info.total_bytes == len(output.encode())
+    assert info.total_lines == 40_000
+    assert (
+        _text(out)
+        .rstrip()
+        .endswith("039999 caf\u00e9 \U0001f600 ok\n--- end of preview ---".rstrip())
+    )
+
+
+def test_store_failure_mid_stream_gives_bounded_preview(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the store fails while streaming, the run still ends in a bounded, honest preview."""
+
+    def full_disk(self: SpillWriter, chunk: object) -> None:
+        raise StoreError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(SpillWriter, "write", full_disk)
+    acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    for chunk in _chunks(_log().encode(), 50_000):
+        acc.write(chunk)
+    out = acc.ok("exit code 0")
+    assert out.spill is not None and out.spill.saved == "none"
+    assert "NOT saved" in _text(out)
+    assert _text(out).endswith("exit code 0")
+    assert utf8_size(_text(out)) <= SMALL.max_bytes
+
+
+def test_finished_accumulator_refuses_more() -> None:
+    """Writing after ok() is a developer error and raises."""
+    acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.ok()
+    with pytest.raises(RuntimeError, match="finished"):
+        acc.write("late")
+
+
+@pytest.mark.anyio
+async def test_async_stream_equals_sync_stream() -> None:
+    """awrite/aok make the same result as write/ok."""
+    data = _log().encode()
+    sync_acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    async_acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    for chunk in _chunks(data, 65_536):
+        sync_acc.write(chunk)
+        await async_acc.awrite(chunk)
+    assert await async_acc.aok("done") == sync_acc.ok("done")
