@@ -49,13 +49,8 @@ if TYPE_CHECKING:
     from spillstore._stores.local import LocalStore
     from spillstore._stores.memory import MemoryStore
     from spillstore._stores.meta import LinePage, SpillMeta
-    from spillstore._tools.spill_tools import (
-        GrepArgs,
-        ListArgs,
-        ReadArgs,
-        SpillTools,
-        delegate_read,
-    )
+    from spillstore._tools.args import GrepArgs, ListArgs, ReadArgs
+    from spillstore._tools.spill_tools import SpillTools, delegate_read
     from spillstore.loop import (
         LoopResult,
         Message,
@@ -130,10 +125,10 @@ _EXPORTS: dict[str, str] = {
     "EmbeddedText": "spillstore._content",
     "GcEntry": "spillstore._core.gc_plan",
     "GcReport": "spillstore._core.gc_plan",
-    "GrepArgs": "spillstore._tools.spill_tools",
+    "GrepArgs": "spillstore._tools.args",
     "InvalidSpillId": "spillstore._errors",
     "LinePage": "spillstore._stores.meta",
-    "ListArgs": "spillstore._tools.spill_tools",
+    "ListArgs": "spillstore._tools.args",
     "LocalStore": "spillstore._stores.local",
     "LoopResult": "spillstore.loop",
     "MIN_CAP_BYTES": "spillstore._core.cap",
@@ -146,7 +141,7 @@ _EXPORTS: dict[str, str] = {
     "Part": "spillstore._content",
     "PathOutsideStore": "spillstore._errors",
     "RangeNotStored": "spillstore._errors",
-    "ReadArgs": "spillstore._tools.spill_tools",
+    "ReadArgs": "spillstore._tools.args",
     "ResourceLink": "spillstore._content",
     "Settings": "spillstore._settings",
     "SpillExpired": "spillstore._errors",

@@ -1,1 +1,5 @@
 """The ``spillstore`` command line."""
+
+from spillstore._cli.app import main
+
+__all__ = ["main"]

@@ -22,8 +22,11 @@ __all__ = [
     "encode",
     "hash_and_size",
     "head",
+    "head_cut",
+    "is_continuation",
     "iter_encoded",
     "tail",
+    "tail_cut",
     "utf8_size",
 ]
 
@@ -95,11 +98,12 @@ def hash_and_size(value: str | bytes | Iterable[str | bytes]) -> tuple[str, int]
     return digest.hexdigest(), size
 
 
-def _is_continuation(byte: int) -> bool:
+def is_continuation(byte: int) -> bool:
+    """Whether ``byte`` continues a UTF-8 sequence (``10xxxxxx``) rather than starting one."""
     return byte & 0xC0 == 0x80
 
 
-def _head_cut(data: bytes, max_bytes: int) -> int:
+def head_cut(data: bytes | memoryview, max_bytes: int) -> int:
     """Where to cut ``data`` so that ``data[:cut]`` is at most ``max_bytes`` whole chars."""
     if len(data) <= max_bytes:
         return len(data)
@@ -109,12 +113,12 @@ def _head_cut(data: bytes, max_bytes: int) -> int:
     for back in range(4):
         if cut - back < 0:
             break
-        if not _is_continuation(data[cut - back]):
+        if not is_continuation(data[cut - back]):
             return cut - back
     return cut
 
 
-def _tail_cut(data: bytes, max_bytes: int) -> int:
+def tail_cut(data: bytes | memoryview, max_bytes: int) -> int:
     """Where to cut ``data`` so that ``data[cut:]`` is at most ``max_bytes`` whole chars."""
     if len(data) <= max_bytes:
         return 0
@@ -122,7 +126,7 @@ def _tail_cut(data: bytes, max_bytes: int) -> int:
     for ahead in range(4):
         if cut + ahead >= len(data):
             return len(data)
-        if not _is_continuation(data[cut + ahead]):
+        if not is_continuation(data[cut + ahead]):
             return cut + ahead
     return cut
 
@@ -137,12 +141,12 @@ def head(value: _T, max_bytes: int) -> _T:
     if max_bytes <= 0:
         return value[:0]
     if isinstance(value, bytes):
-        return value[: _head_cut(value, max_bytes)]
+        return value[: head_cut(value, max_bytes)]
     prefix = value[:max_bytes]
     if prefix.isascii():
         return prefix
     data = encode(prefix)
-    return data[: _head_cut(data, max_bytes)].decode("utf-8")
+    return data[: head_cut(data, max_bytes)].decode("utf-8")
 
 
 def tail(value: _T, max_bytes: int) -> _T:
@@ -153,9 +157,9 @@ def tail(value: _T, max_bytes: int) -> _T:
     if max_bytes <= 0:
         return value[:0]
     if isinstance(value, bytes):
-        return value[_tail_cut(value, max_bytes) :]
+        return value[tail_cut(value, max_bytes) :]
     suffix = value[-max_bytes:]
     if suffix.isascii():
         return suffix
     data = encode(suffix)
-    return data[_tail_cut(data, max_bytes) :].decode("utf-8")
+    return data[tail_cut(data, max_bytes) :].decode("utf-8")

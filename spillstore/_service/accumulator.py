@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import encode
+from spillstore._errors import UsageError
 from spillstore._service.service import (
     _SLACK,
     _Flow,
@@ -78,7 +79,7 @@ class OutputAccumulator:
     def _take(self, chunk: str | bytes) -> bytes | None:
         """Account for a chunk; return the bytes to send to the store, if any."""
         if self._done:
-            raise RuntimeError("this accumulator is finished; start a new one")
+            raise UsageError("this accumulator is finished; start a new one")
         data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
         self._total += len(data)
         self._newlines += data.count(b"\n")

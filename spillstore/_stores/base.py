@@ -55,6 +55,7 @@ from spillstore._errors import (
     SpillExpired,
     SpillstoreError,
     StoreError,
+    UsageError,
 )
 from spillstore._stores.meta import (
     DEFAULT_RETAINED_TAIL_BYTES,
@@ -294,7 +295,7 @@ class _Utf8Check:
 
 def _check_open(state: str) -> None:
     if state != "open":
-        raise ConfigError(f"this spill writer is already {state}")
+        raise UsageError(f"this spill writer is already {state}")
 
 
 class SpillWriter:

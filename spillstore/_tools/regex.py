@@ -41,6 +41,7 @@ from typing import Any
 
 import re2
 
+from spillstore._errors import RequestRefused
 from spillstore._stores.meta import INDEX_BLOCK_BYTES, LineIndex
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "Haystack",
     "Hit",
     "Matcher",
-    "Refusal",
     "compile_pattern",
     "count_matching_lines",
     "iter_hits",
@@ -76,10 +76,6 @@ _UNSUPPORTED = (
     ("(?#", "comment group (?#...)"),
     ("\\Z", r"\Z (use \z for the end of the text, or $ for the end of a line)"),
 )
-
-
-class Refusal(Exception):
-    """A request the model should fix; the message is the model-facing text."""
 
 
 Buffer = bytes | mmap.mmap
@@ -425,27 +421,29 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, literal: bool = 
     literal.
 
     Raises:
-        Refusal: the pattern is empty, not valid Unicode, uses a construct RE2 does not
+        RequestRefused: the pattern is empty, not valid Unicode, uses a construct RE2 does not
             support, or does not compile; the message says which and what to do.
     """
     if not pattern:
-        raise Refusal("the pattern is empty; give a literal string or an RE2 regex")
+        raise RequestRefused("the pattern is empty; give a literal string or an RE2 regex")
     try:
         encoded = pattern.encode("utf-8")
     except UnicodeEncodeError:
-        raise Refusal("the pattern is not valid Unicode (it holds a lone surrogate)") from None
+        raise RequestRefused(
+            "the pattern is not valid Unicode (it holds a lone surrogate)"
+        ) from None
     is_literal = literal or not (REGEX_METACHARACTERS & set(pattern))
     if is_literal:
         program = encoded
     else:
         for marker, construct in _UNSUPPORTED:
             if marker in pattern:
-                raise Refusal(_unsupported(construct))
+                raise RequestRefused(_unsupported(construct))
         program = b"(?m)" + encoded
     try:
         regex = re2.compile(program, _options(ignore_case=ignore_case, literal=is_literal))
     except re2.error as exc:
-        raise Refusal(_explain(pattern, exc)) from None
+        raise RequestRefused(_explain(pattern, exc)) from None
     raw, anchor = _binding(regex)
     needle = encoded if is_literal and not ignore_case else None
     prefilter = None

@@ -59,18 +59,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import add
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import anyio.to_thread
 from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    StrictStr,
     ValidationError,
-    field_validator,
 )
 
 from spillstore._content import TextPart, ToolResult
@@ -79,6 +72,7 @@ from spillstore._errors import (
     InvalidSpillId,
     PathOutsideStore,
     RangeNotStored,
+    RequestRefused,
     SpillExpired,
     SpillNotFound,
     SpillstoreError,
@@ -93,10 +87,24 @@ from spillstore._stores.meta import (
     nth_newline,
     validate_session,
 )
+from spillstore._tools.args import (
+    DEFAULT_BYTE_PAGE,
+    DEFAULT_HEAD_LIMIT,
+    DEFAULT_READ_LIMIT,
+    GREP_DESCRIPTION,
+    LIST_DESCRIPTION,
+    MAX_READ_LIMIT,
+    MAX_SAFE_INT,
+    READ_DESCRIPTION,
+    GrepArgs,
+    ListArgs,
+    ReadArgs,
+    ToolArgs,
+    parameters,
+)
 from spillstore._tools.regex import (
     Haystack,
     Matcher,
-    Refusal,
     compile_pattern,
     count_matching_lines,
     iter_hits,
@@ -117,36 +125,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("spillstore")
-
-MAX_SAFE_INT = 2**53 - 1
-"""The largest integer every JSON parser reads exactly; larger offsets are refused."""
-
-DEFAULT_READ_LIMIT = 200
-"""Lines per Read page unless the model asks for another ``limit``."""
-
-MAX_READ_LIMIT = 2000
-"""The most lines one Read page may ask for."""
-
-DEFAULT_BYTE_PAGE = 4096
-"""Bytes per Read page in byte mode unless the model asks for another ``max_bytes``."""
-
-MAX_READ_BYTES = 1_000_000
-"""The most bytes a model may ask for (pages are bounded by ``max_page_bytes`` anyway)."""
-
-DEFAULT_HEAD_LIMIT = 100
-"""Matching lines (or spills, or counts) per Grep page by default."""
-
-MAX_CONTEXT_LINES = 50
-"""The most context lines before or after a match."""
-
-MAX_PATTERN_CHARS = 2000
-"""The longest pattern accepted."""
-
-MAX_SPILL_CHARS = 4096
-"""The longest spill id or path accepted (``PATH_MAX`` on Linux)."""
-
-DEFAULT_LIST_LIMIT = 50
-"""Spills per List page by default."""
 
 DEFAULT_MAX_PAGE_BYTES = 16_000
 """The default page cap: well under the service's 50,000-byte inline budget."""
@@ -179,154 +157,6 @@ META_CACHE_SIZE = 256
 """Spill metadata kept by Read (ids are content-derived: metadata never changes)."""
 
 SCHEMA_SHAPES = ("openai", "anthropic")
-
-# --------------------------------------------------------------------------- arguments
-
-_Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INT)]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class ReadArgs(_Args):
-    """Arguments of ``read_spill`` (validated strictly: no bool, float or numeric string)."""
-
-    spill: StrictStr = Field(
-        min_length=1,
-        max_length=MAX_SPILL_CHARS,
-        description="The spill id (e.g. bash-0123456789abcdef0123) or its path.",
-    )
-    offset: StrictInt = Field(
-        default=1,
-        ge=-MAX_SAFE_INT,
-        le=MAX_SAFE_INT,
-        description="First line to show, 1-based; negative counts from the end "
-        "(-1 is the last line). Ignored when byte_offset is given.",
-    )
-    limit: StrictInt = Field(
-        default=DEFAULT_READ_LIMIT,
-        ge=1,
-        le=MAX_READ_LIMIT,
-        description=f"How many lines to show (at most {MAX_READ_LIMIT}).",
-    )
-    byte_offset: StrictInt | None = Field(
-        default=None,
-        ge=0,
-        le=MAX_SAFE_INT,
-        description="Read by bytes from this 0-based byte offset instead of by lines "
-        "(for very long lines).",
-    )
-    max_bytes: StrictInt | None = Field(
-        default=None,
-        ge=4,
-        le=MAX_READ_BYTES,
-        description=f"With byte_offset: how many bytes to show (default {DEFAULT_BYTE_PAGE}). "
-        "With offset: the most bytes of lines to show.",
-    )
-
-    @field_validator("offset")
-    @classmethod
-    def _not_zero(cls, value: int) -> int:
-        if value == 0:
-            raise ValueError("offset is 1-based: use 1 for the first line, -1 for the last")
-        return value
-
-
-class GrepArgs(_Args):
-    """Arguments of ``grep_spill``."""
-
-    pattern: StrictStr = Field(
-        min_length=1,
-        max_length=MAX_PATTERN_CHARS,
-        description="RE2 regular expression (no lookaround or backreferences), or a "
-        "literal string with literal=true. ^ and $ match at line boundaries.",
-    )
-    spill: StrictStr | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_SPILL_CHARS,
-        description="Search only this spill (id or path); default: every spill of the session.",
-    )
-    ignore_case: StrictBool = Field(default=False, description="Match case-insensitively.")
-    context: StrictInt = Field(
-        default=0,
-        ge=0,
-        le=MAX_CONTEXT_LINES,
-        description="Lines of context before and after each matching line.",
-    )
-    before: StrictInt | None = Field(
-        default=None, ge=0, le=MAX_CONTEXT_LINES, description="Lines before (overrides context)."
-    )
-    after: StrictInt | None = Field(
-        default=None, ge=0, le=MAX_CONTEXT_LINES, description="Lines after (overrides context)."
-    )
-    output_mode: Literal["content", "spills", "count"] = Field(
-        default="content",
-        description='"content": matching lines with line numbers; "spills": the spills '
-        'that match; "count": matching lines per spill.',
-    )
-    head_limit: StrictInt | None = Field(
-        default=DEFAULT_HEAD_LIMIT,
-        ge=0,
-        le=MAX_SAFE_INT,
-        description="Show at most this many results (matching lines, spills or counts); "
-        "0 or null: no limit (the page size still bounds the output).",
-    )
-    offset: _Count = Field(default=0, description="Skip this many results (for paging).")
-    literal: StrictBool = Field(
-        default=False, description="Treat the pattern as a literal string, not a regex."
-    )
-
-
-class ListArgs(_Args):
-    """Arguments of ``list_spills``."""
-
-    session: StrictStr | None = Field(
-        default=None,
-        min_length=1,
-        max_length=64,
-        description="The session to list; default: this session.",
-    )
-    offset: _Count = Field(
-        default=0, description="Skip this many of the newest spills (for paging back)."
-    )
-    limit: StrictInt = Field(
-        default=DEFAULT_LIST_LIMIT, ge=1, le=1000, description="How many spills to show."
-    )
-
-
-_READ_DESCRIPTION = (
-    "Read a saved tool output (a spill) that was too large to show in full. Page it by "
-    "lines (offset: 1-based first line, negative from the end; limit: line count) or, "
-    "for very long lines, by bytes (byte_offset, max_bytes). The result names the exact "
-    "line and byte range shown and ends with the exact next call to make."
-)
-_GREP_DESCRIPTION = (
-    "Search saved tool outputs (spills) with an RE2 regular expression or a literal "
-    "string: one spill, or every spill of this session. Returns matching lines with "
-    "their line numbers (context lines optional), the spills that match, or counts. "
-    "Results are paged with head_limit and offset; the result says the next call."
-)
-_LIST_DESCRIPTION = (
-    "List the saved tool outputs (spills) of this session, newest last: id, tool, call "
-    "id, size in bytes and lines, whether it was saved in full, and its first line."
-)
-
-
-def _strip_titles(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
-    if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
-    return schema
-
-
-@functools.cache
-def _parameters(model: type[_Args]) -> dict[str, Any]:
-    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
-    return schema
-
 
 # --------------------------------------------------------------------------- text helpers
 
@@ -513,13 +343,13 @@ class SpillTools:
         if shape not in SCHEMA_SHAPES:
             raise ConfigError(f"shape must be 'openai' or 'anthropic'; got {shape!r}")
         tools = (
-            (self.names.read, _READ_DESCRIPTION, ReadArgs),
-            (self.names.grep, _GREP_DESCRIPTION, GrepArgs),
-            (self.names.list, _LIST_DESCRIPTION, ListArgs),
+            (self.names.read, READ_DESCRIPTION, ReadArgs),
+            (self.names.grep, GREP_DESCRIPTION, GrepArgs),
+            (self.names.list, LIST_DESCRIPTION, ListArgs),
         )
         out: list[dict[str, Any]] = []
         for name, description, model in tools:
-            parameters = json.loads(json.dumps(_parameters(model)))
+            schema = json.loads(json.dumps(parameters(model)))
             if shape == "openai":
                 out.append(
                     {
@@ -527,12 +357,12 @@ class SpillTools:
                         "function": {
                             "name": name,
                             "description": description,
-                            "parameters": parameters,
+                            "parameters": schema,
                         },
                     }
                 )
             else:
-                out.append({"name": name, "description": description, "input_schema": parameters})
+                out.append({"name": name, "description": description, "input_schema": schema})
         return out
 
     # ----------------------------------------------------------------- dispatch
@@ -556,8 +386,8 @@ class SpillTools:
 
     def _parse_call(
         self, name: str, arguments: Mapping[str, Any] | str | None
-    ) -> _Args | ToolResult:
-        models: dict[str, type[_Args]] = {
+    ) -> ToolArgs | ToolResult:
+        models: dict[str, type[ToolArgs]] = {
             self.names.read: ReadArgs,
             self.names.grep: GrepArgs,
             self.names.list: ListArgs,
@@ -576,13 +406,15 @@ class SpillTools:
             return self._error(f"the arguments of {name} must be a JSON object")
         return self._validate(model, name, dict(raw))
 
-    def _validate(self, model: type[_Args], name: str, raw: dict[str, Any]) -> _Args | ToolResult:
+    def _validate(
+        self, model: type[ToolArgs], name: str, raw: dict[str, Any]
+    ) -> ToolArgs | ToolResult:
         try:
             return model.model_validate(raw)
         except ValidationError as exc:
             return self._error(_describe_validation(name, exc))
 
-    def _run(self, args: _Args) -> ToolResult:
+    def _run(self, args: ToolArgs) -> ToolResult:
         try:
             if isinstance(args, ReadArgs):
                 text = self._read(args)
@@ -591,7 +423,7 @@ class SpillTools:
             else:
                 assert isinstance(args, ListArgs)
                 text = self._list(args)
-        except Refusal as exc:
+        except RequestRefused as exc:
             return self._error(str(exc))
         except SpillstoreError as exc:
             return self._error(self._explain(exc))
@@ -786,7 +618,7 @@ class SpillTools:
         read per page; every store read checks the spill still exists).
         """
         if "\x00" in spill:
-            raise Refusal(
+            raise RequestRefused(
                 "refused: a spill id or path never contains a NUL byte; call "
                 f"{self.names.list} to see the spills"
             )
@@ -831,7 +663,7 @@ class SpillTools:
         else:
             first = args.offset
             if first > total_lines:
-                raise Refusal(
+                raise RequestRefused(
                     f"offset {first} is past the end: spill {spill} has {total_lines} "
                     f'lines; the last ones: {read}(spill="{spill}", offset=-{args.limit})'
                 )
@@ -844,7 +676,7 @@ class SpillTools:
         read = self.names.read
         want = args.max_bytes if args.max_bytes is not None else DEFAULT_BYTE_PAGE
         if byte_offset >= total:
-            raise Refusal(
+            raise RequestRefused(
                 f"byte_offset {byte_offset} is past the end: spill {spill} has {total} bytes "
                 f"(the last is byte {total - 1})"
             )
@@ -864,7 +696,7 @@ class SpillTools:
         overhead = self._byte_overhead(meta, want)
         room = self.max_page_bytes - overhead - sum(_size(n) + 1 for n in notes)
         if room < 64:  # pragma: no cover - MIN_PAGE_BYTES leaves far more
-            raise Refusal("the page cap is too small to show any bytes")
+            raise RequestRefused("the page cap is too small to show any bytes")
         limit = min(want, room)
         raw = self.store.read_bytes(spill, start, min(start + limit + 4, range_end))
         if gap is None and raw and _is_continuation(raw[0]):
@@ -960,14 +792,14 @@ class SpillTools:
     def _list(self, args: ListArgs) -> str:
         session = self.session if args.session is None else args.session
         if session != self.session and not self.cross_session:
-            raise Refusal(
+            raise RequestRefused(
                 f"only this session's spills can be listed (session {_quote(self.session)}); "
                 f"call {self.names.list}() without a session"
             )
         try:
             validate_session(session)
         except ConfigError:
-            raise Refusal(f"{_quote(session)} is not a session name") from None
+            raise RequestRefused(f"{_quote(session)} is not a session name") from None
         metas = self.store.list(session)
         total = len(metas)
         name = self.names.list
@@ -975,7 +807,7 @@ class SpillTools:
             return f"{name}: session {_quote(session)} has no spills"
         end = max(total - args.offset, 0)
         if end == 0:
-            raise Refusal(
+            raise RequestRefused(
                 f"offset {args.offset} skips every spill: session {_quote(session)} has "
                 f"{total}; call {name}() for the newest"
             )

@@ -35,16 +35,12 @@ from typing import IO, Any
 
 import anyio
 
-from spillstore._errors import ConfigError
+from spillstore._errors import ConfigError, UpstreamUnavailable
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import SPILL_META_KEY
-from spillstore.mcp.proxy import (
-    DEFAULT_CALL_TIMEOUT,
-    SpillProxy,
-    UpstreamUnavailable,
-)
+from spillstore.mcp.proxy import DEFAULT_CALL_TIMEOUT, SpillProxy
 from spillstore.mcp.server import serve_stdio, spill_server
 from spillstore.mcp.transport import LineSplitter, StdioTransport
 

@@ -59,7 +59,7 @@ from mcp.shared.subscriptions import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from spillstore._errors import ConfigError
+from spillstore._errors import ConfigError, UpstreamUnavailable, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
@@ -68,7 +68,7 @@ from spillstore.mcp.convert import from_tool_result, to_tool_result
 from spillstore.mcp.server import mcp_result, spill_tool_definitions
 from spillstore.mcp.transport import StdioTransport
 
-__all__ = ["SpillProxy", "UpstreamUnavailable"]
+__all__ = ["SpillProxy"]
 
 log = logging.getLogger("spillstore")
 
@@ -90,10 +90,6 @@ MAX_TOOL_PAGES: Final = 100
 SPILL_TOOL_NAMES: Final = ("read_spill", "grep_spill", "list_spills")
 
 _PREFIX = "[spillstore proxy]"
-
-
-class UpstreamUnavailable(Exception):
-    """The upstream server cannot take requests (it failed to start, or is gone)."""
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -461,14 +457,14 @@ class SpillProxy:
     def server(self) -> Server[Any]:
         """The downstream server (available inside ``async with``)."""
         if self._server is None:
-            raise RuntimeError("enter the proxy (async with SpillProxy(...)) before using it")
+            raise UsageError("enter the proxy (async with SpillProxy(...)) before using it")
         return self._server
 
     @property
     def spill_tools(self) -> SpillTools:
         """The spill tools the proxy serves (names as decided at start)."""
         if self._spill is None:
-            raise RuntimeError("enter the proxy (async with SpillProxy(...)) before using it")
+            raise UsageError("enter the proxy (async with SpillProxy(...)) before using it")
         return self._spill
 
     @property

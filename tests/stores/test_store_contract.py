@@ -17,6 +17,7 @@ from spillstore._errors import (
     RangeNotStored,
     SpillExpired,
     SpillNotFound,
+    UsageError,
 )
 from spillstore._stores.base import Store
 from spillstore._stores.meta import count_lines, is_spill_id
@@ -106,7 +107,7 @@ def test_writer_left_uncommitted_leaves_nothing(store: Store) -> None:
     w3.write(b"z")
     w3.abort()
     w3.abort()
-    with pytest.raises(ConfigError):
+    with pytest.raises(UsageError):
         w3.write(b"more")
     assert store.list() == []
 

@@ -11,10 +11,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from spillstore._content import ToolResult
+from spillstore._errors import RequestRefused
 from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
 from spillstore._stores.meta import LineIndex
-from spillstore._tools.regex import Haystack, Refusal, compile_pattern, iter_hits, required_literal
+from spillstore._tools.regex import Haystack, compile_pattern, iter_hits, required_literal
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools
 
 pytest_plugins = ["tests.stores.store_fixtures"]
@@ -327,7 +328,7 @@ def test_literal_and_regex_engines_are_chosen_by_the_pattern() -> None:
     assert compile_pattern("a.b").needle is None
     assert compile_pattern("a.b", literal=True).needle == b"a.b"
     assert compile_pattern("hello", ignore_case=True).needle is None
-    with pytest.raises(Refusal):
+    with pytest.raises(RequestRefused):
         compile_pattern("")
 
 

@@ -1,0 +1,213 @@
+"""The arguments of the recovery tools: pydantic models, limits and JSON schemas.
+
+Every argument a model sends is validated strictly (no bool, float or numeric string
+where an int is expected) against these models; their field descriptions are what the
+model reads in the tools' schemas, and the CLI reads its defaults and help from them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+
+__all__ = [
+    "DEFAULT_BYTE_PAGE",
+    "DEFAULT_HEAD_LIMIT",
+    "DEFAULT_LIST_LIMIT",
+    "DEFAULT_READ_LIMIT",
+    "GREP_DESCRIPTION",
+    "LIST_DESCRIPTION",
+    "MAX_CONTEXT_LINES",
+    "MAX_PATTERN_CHARS",
+    "MAX_READ_BYTES",
+    "MAX_READ_LIMIT",
+    "MAX_SAFE_INT",
+    "MAX_SPILL_CHARS",
+    "READ_DESCRIPTION",
+    "GrepArgs",
+    "ListArgs",
+    "ReadArgs",
+    "ToolArgs",
+    "parameters",
+]
+
+MAX_SAFE_INT = 2**53 - 1
+"""The largest integer every JSON parser reads exactly; larger offsets are refused."""
+
+DEFAULT_READ_LIMIT = 200
+"""Lines per Read page unless the model asks for another ``limit``."""
+
+MAX_READ_LIMIT = 2000
+"""The most lines one Read page may ask for."""
+
+DEFAULT_BYTE_PAGE = 4096
+"""Bytes per Read page in byte mode unless the model asks for another ``max_bytes``."""
+
+MAX_READ_BYTES = 1_000_000
+"""The most bytes a model may ask for (pages are bounded by ``max_page_bytes`` anyway)."""
+
+DEFAULT_HEAD_LIMIT = 100
+"""Matching lines (or spills, or counts) per Grep page by default."""
+
+MAX_CONTEXT_LINES = 50
+"""The most context lines before or after a match."""
+
+MAX_PATTERN_CHARS = 2000
+"""The longest pattern accepted."""
+
+MAX_SPILL_CHARS = 4096
+"""The longest spill id or path accepted (``PATH_MAX`` on Linux)."""
+
+DEFAULT_LIST_LIMIT = 50
+"""Spills per List page by default."""
+
+
+_Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INT)]
+
+
+class ToolArgs(BaseModel):
+    """Base of the tools' argument models: strict, frozen, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ReadArgs(ToolArgs):
+    """Arguments of ``read_spill`` (validated strictly: no bool, float or numeric string)."""
+
+    spill: StrictStr = Field(
+        min_length=1,
+        max_length=MAX_SPILL_CHARS,
+        description="The spill id (e.g. bash-0123456789abcdef0123) or its path.",
+    )
+    offset: StrictInt = Field(
+        default=1,
+        ge=-MAX_SAFE_INT,
+        le=MAX_SAFE_INT,
+        description="First line to show, 1-based; negative counts from the end "
+        "(-1 is the last line). Ignored when byte_offset is given.",
+    )
+    limit: StrictInt = Field(
+        default=DEFAULT_READ_LIMIT,
+        ge=1,
+        le=MAX_READ_LIMIT,
+        description=f"How many lines to show (at most {MAX_READ_LIMIT}).",
+    )
+    byte_offset: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SAFE_INT,
+        description="Read by bytes from this 0-based byte offset instead of by lines "
+        "(for very long lines).",
+    )
+    max_bytes: StrictInt | None = Field(
+        default=None,
+        ge=4,
+        le=MAX_READ_BYTES,
+        description=f"With byte_offset: how many bytes to show (default {DEFAULT_BYTE_PAGE}). "
+        "With offset: the most bytes of lines to show.",
+    )
+
+    @field_validator("offset")
+    @classmethod
+    def _not_zero(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("offset is 1-based: use 1 for the first line, -1 for the last")
+        return value
+
+
+class GrepArgs(ToolArgs):
+    """Arguments of ``grep_spill``."""
+
+    pattern: StrictStr = Field(
+        min_length=1,
+        max_length=MAX_PATTERN_CHARS,
+        description="RE2 regular expression (no lookaround or backreferences), or a "
+        "literal string with literal=true. ^ and $ match at line boundaries.",
+    )
+    spill: StrictStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SPILL_CHARS,
+        description="Search only this spill (id or path); default: every spill of the session.",
+    )
+    ignore_case: StrictBool = Field(default=False, description="Match case-insensitively.")
+    context: StrictInt = Field(
+        default=0,
+        ge=0,
+        le=MAX_CONTEXT_LINES,
+        description="Lines of context before and after each matching line.",
+    )
+    before: StrictInt | None = Field(
+        default=None, ge=0, le=MAX_CONTEXT_LINES, description="Lines before (overrides context)."
+    )
+    after: StrictInt | None = Field(
+        default=None, ge=0, le=MAX_CONTEXT_LINES, description="Lines after (overrides context)."
+    )
+    output_mode: Literal["content", "spills", "count"] = Field(
+        default="content",
+        description='"content": matching lines with line numbers; "spills": the spills '
+        'that match; "count": matching lines per spill.',
+    )
+    head_limit: StrictInt | None = Field(
+        default=DEFAULT_HEAD_LIMIT,
+        ge=0,
+        le=MAX_SAFE_INT,
+        description="Show at most this many results (matching lines, spills or counts); "
+        "0 or null: no limit (the page size still bounds the output).",
+    )
+    offset: _Count = Field(default=0, description="Skip this many results (for paging).")
+    literal: StrictBool = Field(
+        default=False, description="Treat the pattern as a literal string, not a regex."
+    )
+
+
+class ListArgs(ToolArgs):
+    """Arguments of ``list_spills``."""
+
+    session: StrictStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="The session to list; default: this session.",
+    )
+    offset: _Count = Field(
+        default=0, description="Skip this many of the newest spills (for paging back)."
+    )
+    limit: StrictInt = Field(
+        default=DEFAULT_LIST_LIMIT, ge=1, le=1000, description="How many spills to show."
+    )
+
+
+READ_DESCRIPTION = (
+    "Read a saved tool output (a spill) that was too large to show in full. Page it by "
+    "lines (offset: 1-based first line, negative from the end; limit: line count) or, "
+    "for very long lines, by bytes (byte_offset, max_bytes). The result names the exact "
+    "line and byte range shown and ends with the exact next call to make."
+)
+GREP_DESCRIPTION = (
+    "Search saved tool outputs (spills) with an RE2 regular expression or a literal "
+    "string: one spill, or every spill of this session. Returns matching lines with "
+    "their line numbers (context lines optional), the spills that match, or counts. "
+    "Results are paged with head_limit and offset; the result says the next call."
+)
+LIST_DESCRIPTION = (
+    "List the saved tool outputs (spills) of this session, newest last: id, tool, call "
+    "id, size in bytes and lines, whether it was saved in full, and its first line."
+)
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+@functools.cache
+def parameters(model: type[ToolArgs]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, without pydantic's titles."""
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    return schema
