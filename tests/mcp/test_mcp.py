@@ -456,7 +456,7 @@ async def test_proxy_that_cannot_start_its_upstream_says_so() -> None:
 
 def test_command_line_needs_exactly_one_upstream(capsys: pytest.CaptureFixture[str]) -> None:
     """``proxy`` without ``-- CMD`` (or with both CMD and --url) is a usage error, exit 2."""
-    from spillstore.mcp import main
+    from spillstore._cli.mcp import main
 
     for argv in (["proxy"], ["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "x"]):
         with pytest.raises(SystemExit) as exited:
