@@ -18,7 +18,13 @@ from typing import Annotated
 import typer
 
 from spillstore._cli.errors import EXIT_USAGE, fail, run_app
-from spillstore._cli.options import command_app, global_options, takes_global_options
+from spillstore._cli.options import (
+    BudgetOption,
+    CommandArgument,
+    command_app,
+    global_options,
+    takes_global_options,
+)
 from spillstore.mcp import run_proxy, serve
 from spillstore.mcp.proxy import (
     DEFAULT_CALL_TIMEOUT,
@@ -35,7 +41,8 @@ app = command_app(name="mcp")
 @app.callback()
 def _mcp(
     verbose: Annotated[
-        int, typer.Option("--verbose", "-v", count=True, help="Log more (stderr).")
+        int,
+        typer.Option("--verbose", "-v", count=True, help="Log more (stderr).", show_default=False),
     ] = 0,
 ) -> None:
     """spillstore MCP tools: a spill server, and a capping proxy."""
@@ -84,19 +91,8 @@ def serve_command(
 def proxy_command(
     ctx: typer.Context,
     *,
-    upstream: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="-- CMD [ARGS...]", help="The upstream MCP server's command."),
-    ] = None,
-    max_bytes: Annotated[
-        str | None,
-        typer.Option(
-            "--max-bytes",
-            metavar="SIZE",
-            help='Inline budget, e.g. 50000 or "50KB".',
-            show_default=False,
-        ),
-    ] = None,
+    upstream: CommandArgument = None,
+    max_bytes: BudgetOption = None,
     url: Annotated[
         str | None,
         typer.Option(
@@ -116,7 +112,8 @@ def proxy_command(
         int, typer.Option("--max-restarts", metavar="N", help="Restarts of a crashed upstream.")
     ] = DEFAULT_MAX_RESTARTS,
     prefix: Annotated[
-        str, typer.Option("--prefix", help="Spill tool name prefix on a name clash.")
+        str,
+        typer.Option("--prefix", metavar="PREFIX", help="Spill tool name prefix on a name clash."),
     ] = DEFAULT_PREFIX,
 ) -> None:
     """Run an MCP server behind the cap: proxy [OPTIONS] -- CMD [ARGS...]."""

@@ -1,10 +1,11 @@
-"""The global options (``--dir``, ``--session``, ``--json``) and what commands build from them.
+"""The options several commands share, and what commands build from them.
 
-The three options are declared once, in :func:`_declared`'s signature. The root command
-takes them before the command name; :func:`takes_global_options` adds the ones a command
-accepts after its name too, and records every one given into the root context's
-:class:`GlobalOptions` (the command's own value wins over the root's; ``--json`` given
-either place counts). Commands read the result with :func:`global_options`.
+The global options (``--dir``, ``--session``, ``--json``) are declared once, in
+:func:`_declared`'s signature. The root command takes them before the command name;
+:func:`takes_global_options` adds the ones a command accepts after its name too, and
+records every one given into the root context's :class:`GlobalOptions` (the command's
+own value wins over the root's; ``--json`` given either place counts). Commands read
+the result with :func:`global_options`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from spillstore._stores.local import LocalStore
 
 __all__ = [
+    "BudgetOption",
+    "CommandArgument",
     "GlobalOptions",
     "command_app",
     "duration_option",
@@ -42,6 +45,26 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 GlobalName = Literal["dir", "session", "json"]
+
+CommandArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="CMD", help="The command and its arguments (after --), run without a shell."
+    ),
+]
+"""A command line to run (``run``'s command, ``mcp proxy``'s upstream server)."""
+
+BudgetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--max-bytes",
+        metavar="SIZE",
+        help="Inline budget: the most bytes the model sees, pointer included "
+        "(e.g. 50000, 50KB, 64KiB). Default: $SPILLSTORE_MAX_BYTES, else 50000.",
+        show_default=False,
+    ),
+]
+"""The inline budget as given (a size in bytes or a human size), None when not given."""
 
 
 def _declared(

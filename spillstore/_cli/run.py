@@ -28,6 +28,8 @@ from spillstore._cli.errors import (
     store_errors,
 )
 from spillstore._cli.options import (
+    BudgetOption,
+    CommandArgument,
     command_app,
     env_sets,
     global_options,
@@ -81,22 +83,8 @@ class RunOutcome:
 def run(
     ctx: typer.Context,
     *,
-    command: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="CMD", help="The command and its arguments (after --), run without a shell."
-        ),
-    ] = None,
-    max_bytes: Annotated[
-        str | None,
-        typer.Option(
-            "--max-bytes",
-            metavar="SIZE",
-            help="Inline budget: the most bytes the model sees, pointer included "
-            "(e.g. 50000, 50KB, 64KiB). Default: $SPILLSTORE_MAX_BYTES, else 50000.",
-            show_default=False,
-        ),
-    ] = None,
+    command: CommandArgument = None,
+    max_bytes: BudgetOption = None,
     retain: Annotated[
         str | None,
         typer.Option(
