@@ -477,3 +477,16 @@ def test_proxy_refuses_bad_arguments() -> None:
         SpillProxy(RAW, call_timeout=0)
     with pytest.raises(ConfigError, match="max_restarts"):
         SpillProxy(RAW, max_restarts=-1)
+
+
+def test_proxy_used_before_it_is_entered_raises_usage_error() -> None:
+    """The server and the spill tools exist only inside ``async with``: UsageError before."""
+    from spillstore import SpillstoreError
+    from spillstore._errors import UsageError
+
+    proxy = SpillProxy(RAW)
+    for attribute in ("server", "spill_tools"):
+        with pytest.raises(UsageError, match="enter the proxy") as raised:
+            getattr(proxy, attribute)
+        assert isinstance(raised.value, SpillstoreError)
+        assert isinstance(raised.value, RuntimeError)
