@@ -67,6 +67,8 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
+import typer.core
+import typer.main
 
 from spillstore._cli.errors import fail, run_app
 from spillstore._cli.options import command_app, takes_global_options

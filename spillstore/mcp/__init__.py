@@ -28,7 +28,6 @@ try:
 except ImportError as exc:  # pragma: no cover - the test environment has mcp
     raise ImportError('spillstore.mcp needs the MCP SDK: pip install "spillstore[mcp]"') from exc
 
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
@@ -56,8 +55,6 @@ __all__ = [
     "serve",
     "spill_server",
 ]
-
-log = logging.getLogger("spillstore")
 
 
 def _store_for(settings: Settings, store: Store | None) -> Store:

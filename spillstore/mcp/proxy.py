@@ -29,6 +29,9 @@ which every call says it is gone). A call that gets no answer within ``call_time
 seconds is cancelled upstream and gets an ``is_error`` result; if the server then does
 not answer a ``tools/list`` within ``probe_timeout`` seconds it is treated as hung,
 stopped, and restarted on the next request.
+
+This module holds the tools side; the upstream connection and its restarts are in
+:mod:`spillstore.mcp.upstream`, what is forwarded as it is in :mod:`spillstore.mcp.forward`.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from spillstore._stores.base import Store
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import from_tool_result, to_tool_result
 from spillstore.mcp.forward import Notifications, Passthrough, ProxyServer, progress_forwarder
-from spillstore.mcp.server import mcp_result, spill_tool_definitions
+from spillstore.mcp.server import mcp_result, serve_stdio, spill_tool_definitions
 from spillstore.mcp.transport import StdioTransport
 from spillstore.mcp.upstream import Connection, Upstream, http_transport
 
@@ -264,8 +267,6 @@ class SpillProxy:
 
     async def run_stdio(self) -> None:
         """Serve the proxy over this process's stdin/stdout until stdin closes."""
-        from spillstore.mcp.server import serve_stdio  # noqa: PLC0415 - a small cycle
-
         await serve_stdio(self.server)
 
     def _spill_names(self, upstream_names: set[str]) -> tuple[str, str, str]:
