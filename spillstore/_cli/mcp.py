@@ -23,6 +23,7 @@ from spillstore._cli.options import (
     CommandArgument,
     command_app,
     global_options,
+    optional,
     takes_global_options,
 )
 from spillstore.mcp import run_proxy, serve
@@ -42,7 +43,7 @@ app = command_app(name="mcp")
 def _mcp(
     verbose: Annotated[
         int,
-        typer.Option("--verbose", "-v", count=True, help="Log more (stderr).", show_default=False),
+        optional("--verbose", "-v", count=True, help="Log more (stderr)."),
     ] = 0,
 ) -> None:
     """spillstore MCP tools: a spill server, and a capping proxy."""
@@ -95,12 +96,7 @@ def proxy_command(
     max_bytes: BudgetOption = None,
     url: Annotated[
         str | None,
-        typer.Option(
-            "--url",
-            metavar="URL",
-            help="A streamable-HTTP upstream instead of CMD.",
-            show_default=False,
-        ),
+        optional("--url", metavar="URL", help="A streamable-HTTP upstream instead of CMD."),
     ] = None,
     timeout: Annotated[
         float,

@@ -35,6 +35,7 @@ __all__ = [
     "env_sets",
     "global_options",
     "open_store",
+    "optional",
     "refuse_json",
     "settings",
     "size_option",
@@ -46,6 +47,12 @@ _R = TypeVar("_R")
 
 GlobalName = Literal["dir", "session", "json"]
 
+
+def optional(*flags: str, **settings: Any) -> Any:
+    """A ``typer.Option`` that is None unless given (so the help shows no default)."""
+    return typer.Option(*flags, show_default=False, **settings)
+
+
 CommandArgument = Annotated[
     list[str] | None,
     typer.Argument(
@@ -56,12 +63,11 @@ CommandArgument = Annotated[
 
 BudgetOption = Annotated[
     str | None,
-    typer.Option(
+    optional(
         "--max-bytes",
         metavar="SIZE",
         help="Inline budget: the most bytes the model sees, pointer included "
         "(e.g. 50000, 50KB, 64KiB). Default: $SPILLSTORE_MAX_BYTES, else 50000.",
-        show_default=False,
     ),
 ]
 """The inline budget as given (a size in bytes or a human size), None when not given."""
@@ -70,20 +76,18 @@ BudgetOption = Annotated[
 def _declared(
     dir_: Annotated[
         str | None,
-        typer.Option(
+        optional(
             "--dir",
             metavar="PATH",
             help="Store root. Default: $SPILLSTORE_DIR, else the user cache dir.",
-            show_default=False,
         ),
     ] = None,
     session: Annotated[
         str | None,
-        typer.Option(
+        optional(
             "--session",
             metavar="NAME",
             help="Session. Default: $SPILLSTORE_SESSION, else 'default'.",
-            show_default=False,
         ),
     ] = None,
     json_: Annotated[

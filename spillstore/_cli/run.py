@@ -34,6 +34,7 @@ from spillstore._cli.options import (
     env_sets,
     global_options,
     open_store,
+    optional,
     settings,
     size_option,
     takes_global_options,
@@ -87,21 +88,19 @@ def run(
     max_bytes: BudgetOption = None,
     retain: Annotated[
         str | None,
-        typer.Option(
+        optional(
             "--retain",
             metavar="SIZE",
             help='Retention cap: the most bytes saved (first and last ones), or "off". '
             "Default: $SPILLSTORE_RETENTION_BYTES, else 10MiB.",
-            show_default=False,
         ),
     ] = None,
     tool_name: Annotated[
         str | None,
-        typer.Option(
+        optional(
             "--tool-name",
             metavar="NAME",
             help="Tool name in the pointer. Default: the command's file name.",
-            show_default=False,
         ),
     ] = None,
     call_id: Annotated[

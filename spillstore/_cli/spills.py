@@ -18,6 +18,7 @@ from spillstore._cli.options import (
     duration_option,
     global_options,
     open_store,
+    optional,
     refuse_json,
     settings,
     size_option,
@@ -137,30 +138,21 @@ def read(
     ],
     offset: Annotated[
         int | None,
-        typer.Option(
-            "--offset",
-            help="First line, 1-based; negative counts from the end.",
-            show_default=False,
-        ),
+        optional("--offset", help="First line, 1-based; negative counts from the end."),
     ] = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", help="Lines to show (1-2000). Default: 200.", show_default=False),
+        optional("--limit", help="Lines to show (1-2000). Default: 200."),
     ] = None,
     byte_offset: Annotated[
         int | None,
-        typer.Option(
-            "--byte-offset",
-            help="Read by bytes from this 0-based offset instead.",
-            show_default=False,
-        ),
+        optional("--byte-offset", help="Read by bytes from this 0-based offset instead."),
     ] = None,
     max_bytes: Annotated[
         int | None,
-        typer.Option(
+        optional(
             "--max-bytes",
             help="With --byte-offset: bytes to show (default 4096); with lines: a byte cap.",
-            show_default=False,
         ),
     ] = None,
 ) -> None:
@@ -355,30 +347,24 @@ def gc(
     *,
     max_age: Annotated[
         str | None,
-        typer.Option(
+        optional(
             "--max-age",
             metavar="DURATION",
             help="Remove spills older than this (e.g. 90s, 30m, 12h, 7d).",
-            show_default=False,
         ),
     ] = None,
     max_total: Annotated[
         str | None,
-        typer.Option(
+        optional(
             "--max-total",
             metavar="SIZE",
             help="Then remove the oldest until the stored bytes fit (e.g. 1GB, 500MiB).",
-            show_default=False,
         ),
     ] = None,
     max_files: Annotated[
         int | None,
-        typer.Option(
-            "--max-files",
-            metavar="N",
-            min=0,
-            help="Then remove the oldest until N spills remain.",
-            show_default=False,
+        optional(
+            "--max-files", metavar="N", min=0, help="Then remove the oldest until N spills remain."
         ),
     ] = None,
     grace: Annotated[
