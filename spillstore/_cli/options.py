@@ -48,9 +48,9 @@ _R = TypeVar("_R")
 GlobalName = Literal["dir", "session", "json"]
 
 
-def optional(*flags: str, **settings: Any) -> Any:
+def optional(*flags: str, **details: Any) -> Any:
     """A ``typer.Option`` that is None unless given (so the help shows no default)."""
-    return typer.Option(*flags, show_default=False, **settings)
+    return typer.Option(*flags, show_default=False, **details)
 
 
 CommandArgument = Annotated[
@@ -126,8 +126,10 @@ def takes_global_options(
     """Let a typer command (or callback) take the named global options.
 
     The command must take ``ctx: typer.Context``; it does not see the options as
-    arguments, it reads them with :func:`global_options`. Their help lines come after
-    the command's own options, or before them with ``first``.
+    arguments, it reads them with :func:`global_options`. Typer reads the wrapper's
+    signature: the command's parameters plus the options (their help lines after the
+    command's own options, or before them with ``first``); the wrapper records the
+    values given and calls the command without them.
     """
     extra = [_PARAMETERS[name] for name in names]
 
