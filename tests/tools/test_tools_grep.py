@@ -15,7 +15,8 @@ from spillstore._errors import RequestRefused
 from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
 from spillstore._stores.meta import LineIndex
-from spillstore._tools.regex import Haystack, compile_pattern, iter_hits, required_literal
+from spillstore._tools.regex import compile_pattern, required_literal
+from spillstore._tools.scan import Haystack, iter_hits
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools
 
 pytest_plugins = ["tests.stores.store_fixtures"]
