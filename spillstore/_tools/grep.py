@@ -34,7 +34,7 @@ from spillstore._tools.regex import Matcher
 from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
 from spillstore._tools.text import ToolsView, quote
 
-__all__ = ["ECHO_CHARS", "MAX_NOTES", "NOTE_BYTES", "Search", "haystacks"]
+__all__ = ["ECHO_CHARS", "MAX_NOTES", "NOTE_BYTES", "Search"]
 
 NOTE_BYTES = 200
 """An upper bound of a Grep note's size, its spill id excluded."""
@@ -50,7 +50,7 @@ _WRITTEN_OUT = frozenset({"pattern", "spill", "offset"})
 
 
 @contextmanager
-def haystacks(
+def _haystacks(
     store: Store, meta: SpillMeta, *, trust_utf8: bool = True
 ) -> Iterator[list[Haystack]]:
     """Yield the stored ranges of a spill as searchable buffers, in order."""
@@ -171,7 +171,7 @@ class Search:
         """
         for meta in self.metas:
             try:
-                with haystacks(self.tools.store, meta, trust_utf8=self.trust_utf8) as stacks:
+                with _haystacks(self.tools.store, meta, trust_utf8=self.trust_utf8) as stacks:
                     index = self.tools.store.line_index(meta.spill_id)
                     if not meta.complete:
                         self.unsearched.append(

@@ -13,7 +13,7 @@ and ready to act on:
 
 This module is the front of the three: :class:`SpillTools` validates arguments (from a
 model, as a dict or JSON string, or from Python through the typed shells), resolves the
-spill, dispatches to the page, and words every error. Every result is a
+spill, dispatches to the page, and turns every error into a result. Every result is a
 :class:`~spillstore.ToolResult` marked ``spill_exempt`` (the service passes it through
 untouched, so reading a spill never spills again) and **never exceeds
 ``max_page_bytes``** UTF-8 bytes, header and hints included. Errors the model should act
@@ -40,17 +40,7 @@ from pydantic import ValidationError
 from spillstore._content import ToolResult
 from spillstore._core.cache import BoundedCache
 from spillstore._core.checks import check_int
-from spillstore._errors import (
-    ConfigError,
-    InvalidSpillId,
-    PathOutsideStore,
-    RangeNotStored,
-    RequestRefused,
-    SpillExpired,
-    SpillNotFound,
-    SpillstoreError,
-    StoreError,
-)
+from spillstore._errors import ConfigError, RequestRefused, SpillNotFound, SpillstoreError
 from spillstore._stores.base import Store
 from spillstore._stores.meta import SpillMeta, is_spill_id, validate_session
 from spillstore._tools.args import (
@@ -70,7 +60,14 @@ from spillstore._tools.grep import Search
 from spillstore._tools.list import list_page
 from spillstore._tools.read import read_page
 from spillstore._tools.regex import compile_pattern
-from spillstore._tools.text import ToolNames, bounded, quote, result
+from spillstore._tools.text import (
+    ToolNames,
+    bounded,
+    describe_validation,
+    explain,
+    quote,
+    result,
+)
 from spillstore._twins import in_thread
 
 __all__ = [
@@ -110,6 +107,10 @@ _DESCRIPTIONS: dict[type[ToolArgs], str] = {
 
 class SpillTools:
     """The Read, Grep and List tools over one store, for one session.
+
+    ``read``, ``grep`` and ``list`` are typed shells for Python callers; ``call`` takes
+    a model's raw arguments. ``aread``, ``agrep``, ``alist`` and ``acall`` are their async
+    twins: the same call in a worker thread, same arguments, same results.
 
     Args:
         store: the spill store (``LocalStore``, ``MemoryStore``, ...).
@@ -248,7 +249,7 @@ class SpillTools:
         try:
             args = model.model_validate(dict(raw))
         except ValidationError as exc:
-            return self._error(_describe_validation(name, exc))
+            return self._error(describe_validation(name, exc))
         return self._run(args)
 
     acall = in_thread(call)
@@ -259,7 +260,7 @@ class SpillTools:
         except RequestRefused as exc:
             return self._error(str(exc))
         except SpillstoreError as exc:
-            return self._error(self._explain(exc))
+            return self._error(explain(exc, self.names))
         except Exception as exc:  # the model must never see a traceback
             log.warning("spillstore: %s failed", type(args).__name__, exc_info=True)
             return self._error(
@@ -286,29 +287,6 @@ class SpillTools:
 
     def _error(self, message: str) -> ToolResult:
         return result(bounded(message, self.max_page_bytes), is_error=True)
-
-    def _explain(self, exc: SpillstoreError) -> str:
-        names = self.names
-        if isinstance(exc, SpillExpired):
-            return f"{str(exc)[:300]}; rerun the tool to get its output again"
-        if isinstance(exc, SpillNotFound):
-            return f"no spill {exc.spill_id[:80]}; call {names.list} to see the spills"
-        if isinstance(exc, InvalidSpillId):
-            return (
-                f"{quote(exc.spill_id, 100)} is not a spill id or a spill path; call "
-                f"{names.list} to see the spills"
-            )
-        if isinstance(exc, PathOutsideStore):
-            return (
-                f"refused: {quote(exc.path, 100)} is not a spill of this store (only "
-                f"spill ids, or paths of spill files inside the store, can be read); call "
-                f"{names.list} to see the spills"
-            )
-        if isinstance(exc, RangeNotStored):
-            return f"{str(exc)[:300]}"
-        if isinstance(exc, StoreError):
-            return f"the spill cannot be read: {str(exc)[:300]}"
-        return f"invalid request: {str(exc)[:300]}"
 
     # ----------------------------------------------------------------- typed shells
 
@@ -417,22 +395,6 @@ def _arguments(model: type[ToolArgs], given: Mapping[str, Any]) -> dict[str, Any
     model); the fields themselves are read here, from the model, and nowhere else.
     """
     return {field: given[field] for field in model.model_fields}
-
-
-def _describe_validation(name: str, exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors()[:3]:
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        message = str(error["msg"]).removeprefix("Value error, ")
-        given = error.get("input")
-        shown = ""
-        if error["type"] != "missing" and not isinstance(given, dict):
-            text = repr(given)
-            shown = f" (got {text[:40]}{'...' if len(text) > 40 else ''})"
-        problems.append(f"{where}: {message}{shown}")
-    more = len(exc.errors()) - len(problems)
-    tail = f"; and {more} more" if more > 0 else ""
-    return f"invalid arguments for {name}: " + "; ".join(problems) + tail
 
 
 # --------------------------------------------------------------------------- delegation

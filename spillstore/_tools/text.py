@@ -1,4 +1,4 @@
-"""What every tool page shares: the tools' settings, text that fits, and the result.
+"""The pieces the three tools share: their settings, text within a cap, error wording, results.
 
 A page (Read, Grep or List) is rendered for one :class:`~spillstore.SpillTools`; it sees
 that object through :class:`ToolsView` (the store, the session, the names the model
@@ -13,11 +13,31 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
+from pydantic import ValidationError
+
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import head_cut, utf8_size
+from spillstore._errors import (
+    InvalidSpillId,
+    PathOutsideStore,
+    RangeNotStored,
+    SpillExpired,
+    SpillNotFound,
+    SpillstoreError,
+    StoreError,
+)
 from spillstore._stores.base import Store
 
-__all__ = ["ToolNames", "ToolsView", "bounded", "fit", "quote", "result"]
+__all__ = [
+    "ToolNames",
+    "ToolsView",
+    "bounded",
+    "describe_validation",
+    "explain",
+    "fit",
+    "quote",
+    "result",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,35 +50,25 @@ class ToolNames:
 
 
 class ToolsView(Protocol):
-    """What a page knows of the tools it is rendered for (a :class:`SpillTools`)."""
+    """What a page knows of the tools it is rendered for (a :class:`SpillTools`).
 
-    @property
-    def store(self) -> Store:
-        """The spill store read from."""
+    Attributes:
+        store: the spill store read from.
+        session: the session Grep and List cover.
+        names: the tool names that hints use.
+        cross_session: whether other sessions' spills may be read and listed.
+        max_page_bytes: the most bytes of any result.
+        max_line_bytes: Read cuts longer lines.
+        max_column_bytes: Grep shows at most this many bytes of a line.
+    """
 
-    @property
-    def session(self) -> str:
-        """The session Grep and List cover."""
-
-    @property
-    def names(self) -> ToolNames:
-        """The tool names hints use."""
-
-    @property
-    def cross_session(self) -> bool:
-        """Whether other sessions' spills may be read and listed."""
-
-    @property
-    def max_page_bytes(self) -> int:
-        """The most bytes of any result."""
-
-    @property
-    def max_line_bytes(self) -> int:
-        """Read cuts longer lines."""
-
-    @property
-    def max_column_bytes(self) -> int:
-        """Grep shows at most this many bytes of a line."""
+    store: Store
+    session: str
+    names: ToolNames
+    cross_session: bool
+    max_page_bytes: int
+    max_line_bytes: int
+    max_column_bytes: int
 
 
 def quote(value: str, limit: int = 120) -> str:
@@ -104,3 +114,44 @@ def bounded(text: str, max_bytes: int) -> str:
 def result(text: str, *, is_error: bool = False) -> ToolResult:
     """A spill-exempt tool result holding ``text`` (the service passes it through)."""
     return ToolResult(content=(TextPart(text),), is_error=is_error, spill_exempt=True)
+
+
+def explain(exc: SpillstoreError, names: ToolNames) -> str:
+    """What the model reads for a store error: what happened, and what to call next."""
+    if isinstance(exc, SpillExpired):
+        return f"{str(exc)[:300]}; rerun the tool to get its output again"
+    if isinstance(exc, SpillNotFound):
+        return f"no spill {exc.spill_id[:80]}; call {names.list} to see the spills"
+    if isinstance(exc, InvalidSpillId):
+        return (
+            f"{quote(exc.spill_id, 100)} is not a spill id or a spill path; call "
+            f"{names.list} to see the spills"
+        )
+    if isinstance(exc, PathOutsideStore):
+        return (
+            f"refused: {quote(exc.path, 100)} is not a spill of this store (only "
+            f"spill ids, or paths of spill files inside the store, can be read); call "
+            f"{names.list} to see the spills"
+        )
+    if isinstance(exc, RangeNotStored):
+        return f"{str(exc)[:300]}"
+    if isinstance(exc, StoreError):
+        return f"the spill cannot be read: {str(exc)[:300]}"
+    return f"invalid request: {str(exc)[:300]}"
+
+
+def describe_validation(name: str, exc: ValidationError) -> str:
+    """What the model reads for arguments that failed validation: the first three problems."""
+    problems = []
+    for error in exc.errors()[:3]:
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        given = error.get("input")
+        shown = ""
+        if error["type"] != "missing" and not isinstance(given, dict):
+            text = repr(given)
+            shown = f" (got {text[:40]}{'...' if len(text) > 40 else ''})"
+        problems.append(f"{where}: {message}{shown}")
+    more = len(exc.errors()) - len(problems)
+    tail = f"; and {more} more" if more > 0 else ""
+    return f"invalid arguments for {name}: " + "; ".join(problems) + tail
