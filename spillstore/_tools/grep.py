@@ -252,9 +252,8 @@ class Search:
                 f"{meta.spill_id} (tool {quote(meta.tool_name, 60)}, call "
                 f"{quote(meta.tool_call_id, 60)})"
             )
-            if (self.limit is not None and shown >= self.limit) or used + utf8_size(
-                entry
-            ) + 1 > budget:
+            page_full = used + utf8_size(entry) + 1 > budget
+            if (self.limit is not None and shown >= self.limit) or page_full:
                 more = True
                 break
             body.append(entry)
