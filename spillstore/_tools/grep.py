@@ -45,8 +45,13 @@ MAX_NOTES = 2
 ECHO_CHARS = 100
 """Grep repeats at most this many characters of the pattern in its title and hints."""
 
-_WRITTEN_OUT = frozenset({"pattern", "spill", "offset"})
-"""The arguments a next-page hint always writes itself (the others only when set)."""
+_HINTED_DEFAULTS = {
+    key: field.default
+    for key, field in GrepArgs.model_fields.items()
+    if key not in ("pattern", "spill", "offset")
+}
+"""The arguments a next-page hint names only when they differ from these defaults (it
+always writes the pattern, the spill and the offset itself)."""
 
 
 @contextmanager
@@ -137,9 +142,9 @@ class Search:
         parts = [f"pattern={json.dumps(args.pattern, ensure_ascii=False)}"]
         if args.spill is not None:
             parts.append(f'spill="{self.metas[0].spill_id}"')
-        for key, field in GrepArgs.model_fields.items():
+        for key, default in _HINTED_DEFAULTS.items():
             value = getattr(args, key)
-            if key not in _WRITTEN_OUT and value != field.default:
+            if value != default:
                 parts.append(f"{key}={json.dumps(value)}")
         parts.append(f"offset={offset}")
         return f"{self.tools.names.grep}({', '.join(parts)})"

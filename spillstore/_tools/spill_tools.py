@@ -30,6 +30,7 @@ their own session: a spill of another session is answered as unknown.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -246,13 +247,17 @@ class SpillTools:
                 return self._error(f"the arguments of {name} are not valid JSON")
         if not isinstance(raw, Mapping):
             return self._error(f"the arguments of {name} must be a JSON object")
+        return self._invoke(model, name, dict(raw))
+
+    acall = in_thread(call)
+
+    def _invoke(self, model: type[ToolArgs], name: str, raw: dict[str, Any]) -> ToolResult:
+        """Validate ``raw`` against ``model`` and run the tool (bad arguments: an error result)."""
         try:
-            args = model.model_validate(dict(raw))
+            args = model.model_validate(raw)
         except ValidationError as exc:
             return self._error(describe_validation(name, exc))
         return self._run(args)
-
-    acall = in_thread(call)
 
     def _run(self, args: ToolArgs) -> ToolResult:
         try:
@@ -311,7 +316,7 @@ class SpillTools:
         Returns:
             A spill-exempt result; ``is_error`` for requests the model should fix.
         """
-        return self.call(self.names.read, _arguments(ReadArgs, locals()))
+        return self._invoke(ReadArgs, self.names.read, _arguments(ReadArgs, locals()))
 
     aread = in_thread(read)
 
@@ -342,7 +347,7 @@ class SpillTools:
             offset: results to skip (paging).
             literal: the pattern is a literal string.
         """
-        return self.call(self.names.grep, _arguments(GrepArgs, locals()))
+        return self._invoke(GrepArgs, self.names.grep, _arguments(GrepArgs, locals()))
 
     agrep = in_thread(grep)
 
@@ -356,7 +361,7 @@ class SpillTools:
             offset: skip this many of the newest spills (to page back).
             limit: spills to show.
         """
-        return self.call(self.names.list, _arguments(ListArgs, locals()))
+        return self._invoke(ListArgs, self.names.list, _arguments(ListArgs, locals()))
 
     alist = in_thread(list)
 
@@ -394,7 +399,12 @@ def _arguments(model: type[ToolArgs], given: Mapping[str, Any]) -> dict[str, Any
     The shells' signatures restate the fields for their users (a test holds them to the
     model); the fields themselves are read here, from the model, and nowhere else.
     """
-    return {field: given[field] for field in model.model_fields}
+    return {field: given[field] for field in _field_names(model)}
+
+
+@functools.cache
+def _field_names(model: type[ToolArgs]) -> tuple[str, ...]:
+    return tuple(model.model_fields)
 
 
 # --------------------------------------------------------------------------- delegation
