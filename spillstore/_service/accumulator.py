@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import encode
 from spillstore._errors import UsageError
-from spillstore._service.decide import bounded_suffix, result_flow, spill_args
+from spillstore._service.decide import SpillArgs, bounded_suffix, result_flow, spill_args
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -94,10 +94,16 @@ class OutputAccumulator:
 
     # --- shared decisions ----------------------------------------------------------
 
-    def _take(self, chunk: str | bytes) -> bytes | None:
-        """Account for a chunk; return the bytes to send to the store, if any."""
+    def _take(self, chunk: str | bytes, *, other_writer: object) -> bytes | None:
+        """Account for a chunk; return the bytes to send to the store, if any.
+
+        ``other_writer`` is the writer of the other twin (the async one for
+        :meth:`write`): one accumulator does not take both.
+        """
         if self._done:
             raise UsageError(_FINISHED)
+        if other_writer is not None:
+            raise UsageError(_MIXED)
         data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
         self._total += len(data)
         self._newlines += data.count(b"\n")
@@ -109,7 +115,10 @@ class OutputAccumulator:
             data, self._buffer = bytes(self._buffer), bytearray()
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
-        return data
+        return None if self._write_error is not None else data
+
+    def _spill_args(self) -> SpillArgs:
+        return spill_args(self._host, self._tool_name, self._tool_call_id)
 
     def _finish_flow(self, suffix: str | None, is_error: bool) -> Flow[ToolResult]:
         """Every decision of :meth:`ok`/:meth:`error` and their async twins."""
@@ -144,16 +153,12 @@ class OutputAccumulator:
 
     def write(self, chunk: str | bytes) -> None:
         """Take one chunk (a UTF-8 sequence may be split across chunks)."""
-        data = self._take(chunk)
-        if data is None or self._write_error is not None:
+        data = self._take(chunk, other_writer=self._awriter)
+        if data is None:
             return
         try:
             if self._writer is None:
-                if self._awriter is not None:
-                    raise UsageError(_MIXED)
-                self._writer = self._host.store.writer(
-                    **spill_args(self._host, self._tool_name, self._tool_call_id)
-                )
+                self._writer = self._host.store.writer(**self._spill_args())
             self._writer.write(data)
         except STORE_FAILURES as exc:  # spilling must never fail the tool call
             self._fail(exc)
@@ -184,16 +189,12 @@ class OutputAccumulator:
 
     async def awrite(self, chunk: str | bytes) -> None:
         """Async twin of :meth:`write`."""
-        data = self._take(chunk)
-        if data is None or self._write_error is not None:
+        data = self._take(chunk, other_writer=self._writer)
+        if data is None:
             return
         try:
             if self._awriter is None:
-                if self._writer is not None:
-                    raise UsageError(_MIXED)
-                self._awriter = self._host.store.awriter(
-                    **spill_args(self._host, self._tool_name, self._tool_call_id)
-                )
+                self._awriter = self._host.store.awriter(**self._spill_args())
             await self._awriter.write(data)
         except STORE_FAILURES as exc:
             await self._afail(exc)

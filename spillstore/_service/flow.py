@@ -111,34 +111,46 @@ Flow = Generator[Request[Any], Any, _T]
 """A flow: yields I/O requests, is sent their results, returns its answer."""
 
 
-def drive(flow: Flow[_T]) -> _T:
-    """Run ``flow`` to its answer, doing each request it yields right here."""
+@dataclass(slots=True)
+class _Progress:
+    """Where a driven flow stands: what to send it next, and its answer once it has one."""
+
+    flow: Flow[Any]
     reply: Any = None
     error: Exception | None = None
-    while True:
+    answer: Any = None
+
+    def next_request(self) -> Request[Any] | None:
+        """Resume the flow with the last reply (or error); its next request, or None: done."""
         try:
-            request = flow.send(reply) if error is None else flow.throw(error)
+            if self.error is None:
+                return self.flow.send(self.reply)
+            return self.flow.throw(self.error)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            self.answer = done.value
+            return None
+
+
+def drive(flow: Flow[_T]) -> _T:
+    """Run ``flow`` to its answer, doing each request it yields right here."""
+    progress = _Progress(flow)
+    while (request := progress.next_request()) is not None:
         try:
-            reply, error = request.run(), None
+            progress.reply, progress.error = request.run(), None
         except Exception as exc:  # thrown into the flow, which decides what it means
-            reply, error = None, exc
+            progress.reply, progress.error = None, exc
+    return progress.answer  # type: ignore[no-any-return]
 
 
 async def adrive(flow: Flow[_T]) -> _T:
     """Async twin of :func:`drive`: each request is awaited."""
-    reply: Any = None
-    error: Exception | None = None
-    while True:
+    progress = _Progress(flow)
+    while (request := progress.next_request()) is not None:
         try:
-            request = flow.send(reply) if error is None else flow.throw(error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        try:
-            reply, error = await request.arun(), None
+            progress.reply, progress.error = await request.arun(), None
         except Exception as exc:
-            reply, error = None, exc
+            progress.reply, progress.error = None, exc
+    return progress.answer  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
