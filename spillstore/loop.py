@@ -38,16 +38,18 @@ from spillstore._errors import ConfigError
 from spillstore._service.capper import model_text, to_result
 from spillstore._service.service import TruncationService
 from spillstore._service.wrap import call_context
-from spillstore._settings import _env_var, _label
+from spillstore._settings import env_var_name, field_label
 from spillstore._tools.spill_tools import SpillTools
 
 __all__ = [
     "MAX_TURNS_ENV",
     "UNSET",
+    "AsyncModel",
     "LoopResult",
     "Message",
     "ModelTurn",
     "StopReason",
+    "SyncModel",
     "ToolCall",
     "TurnGuard",
     "arun_loop",
@@ -56,7 +58,7 @@ __all__ = [
     "run_loop",
 ]
 
-MAX_TURNS_ENV: Final = _env_var("max_turns")
+MAX_TURNS_ENV: Final = env_var_name("max_turns")
 """The environment variable read when no ``max_turns`` argument is given."""
 
 StopReason = Literal["completed", "max_turns"]
@@ -78,7 +80,9 @@ UNSET: Final = _Unset()
 
 
 def _error(value: object, hint: str | None = None) -> ConfigError:
-    message = f"{_label('max_turns')}: {_EXPECTED}; got {value!r}" + (f" ({hint})" if hint else "")
+    message = f"{field_label('max_turns')}: {_EXPECTED}; got {value!r}" + (
+        f" ({hint})" if hint else ""
+    )
     return ConfigError(message, field="max_turns", env_var=MAX_TURNS_ENV)
 
 
