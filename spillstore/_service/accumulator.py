@@ -16,7 +16,6 @@ flow (:mod:`spillstore._service.decide`), run by the flow's drivers.
 from __future__ import annotations
 
 import contextlib
-from functools import partial
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
@@ -29,8 +28,8 @@ from spillstore._service.flow import (
     Flow,
     Host,
     Measure,
-    Request,
     adrive,
+    call,
     drive,
     step_from_ends,
 )
@@ -133,9 +132,9 @@ class OutputAccumulator:
         saved: SpillMeta | Exception | None = self._write_error
         if saved is None:
             try:
-                saved = yield Request(partial(self._commit, suffix), partial(self._acommit, suffix))
+                saved = yield call(self._commit, self._acommit, suffix)
             except STORE_FAILURES as exc:
-                saved = yield Request(partial(self._fail, exc), partial(self._afail, exc))
+                saved = yield call(self._fail, self._afail, exc)
         assert saved is not None
         step = step_from_ends(
             host.settings,

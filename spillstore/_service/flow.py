@@ -16,7 +16,6 @@ itself.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
@@ -77,12 +76,32 @@ class Host(Protocol):
     deliverable_media: frozenset[str]
 
 
-@dataclass(frozen=True, slots=True)
 class Request(Generic[_T_co]):
-    """One I/O step of a flow: how to do it blocking, and how to await it."""
+    """One I/O step of a flow: a function and its async twin, with their arguments.
 
-    run: Callable[[], _T_co]
-    arun: Callable[[], Awaitable[_T_co]]
+    :func:`drive` calls :meth:`run`, :func:`adrive` awaits :meth:`arun`. Make one with
+    :func:`call` or :func:`blocking`, which check the arguments against the function's
+    signature. (A plain class: a request is made for every result that is capped.)
+    """
+
+    __slots__ = ("_args", "_kwargs", "_sync", "_twin")
+
+    def __init__(
+        self,
+        sync: Callable[..., _T_co],
+        twin: Callable[..., Awaitable[_T_co]],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
+        self._sync, self._twin, self._args, self._kwargs = sync, twin, args, kwargs
+
+    def run(self) -> _T_co:
+        """Do the I/O and return its result."""
+        return self._sync(*self._args, **self._kwargs)
+
+    async def arun(self) -> _T_co:
+        """Do the same I/O without blocking the event loop."""
+        return await self._twin(*self._args, **self._kwargs)
 
 
 def call(
@@ -95,11 +114,9 @@ def call(
     """A request for ``sync(*args, **kwargs)``, awaited as ``twin(*args, **kwargs)``.
 
     Both are bound methods (``store.put``, ``store.aput``), so a misspelt name raises
-    ``AttributeError`` where the request is made.
+    ``AttributeError`` where the request is made, and mypy checks the arguments.
     """
-    return Request(
-        functools.partial(sync, *args, **kwargs), functools.partial(twin, *args, **kwargs)
-    )
+    return Request(sync, twin, args, kwargs)
 
 
 def blocking(func: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Request[_T]:
@@ -111,46 +128,34 @@ Flow = Generator[Request[Any], Any, _T]
 """A flow: yields I/O requests, is sent their results, returns its answer."""
 
 
-@dataclass(slots=True)
-class _Progress:
-    """Where a driven flow stands: what to send it next, and its answer once it has one."""
-
-    flow: Flow[Any]
-    reply: Any = None
-    error: Exception | None = None
-    answer: Any = None
-
-    def next_request(self) -> Request[Any] | None:
-        """Resume the flow with the last reply (or error); its next request, or None: done."""
-        try:
-            if self.error is None:
-                return self.flow.send(self.reply)
-            return self.flow.throw(self.error)
-        except StopIteration as done:
-            self.answer = done.value
-            return None
-
-
 def drive(flow: Flow[_T]) -> _T:
     """Run ``flow`` to its answer, doing each request it yields right here."""
-    progress = _Progress(flow)
-    while (request := progress.next_request()) is not None:
+    reply: Any = None
+    error: Exception | None = None
+    while True:  # inlined, as in adrive: every tool result passes through here
         try:
-            progress.reply, progress.error = request.run(), None
+            request = flow.send(reply) if error is None else flow.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            reply, error = request.run(), None
         except Exception as exc:  # thrown into the flow, which decides what it means
-            progress.reply, progress.error = None, exc
-    return progress.answer  # type: ignore[no-any-return]
+            reply, error = None, exc
 
 
 async def adrive(flow: Flow[_T]) -> _T:
     """Async twin of :func:`drive`: each request is awaited."""
-    progress = _Progress(flow)
-    while (request := progress.next_request()) is not None:
+    reply: Any = None
+    error: Exception | None = None
+    while True:
         try:
-            progress.reply, progress.error = await request.arun(), None
+            request = flow.send(reply) if error is None else flow.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            reply, error = await request.arun(), None
         except Exception as exc:
-            progress.reply, progress.error = None, exc
-    return progress.answer  # type: ignore[no-any-return]
+            reply, error = None, exc
 
 
 @dataclass(frozen=True, slots=True)
