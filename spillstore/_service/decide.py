@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     from spillstore._settings import Settings
     from spillstore._stores.meta import SpillMeta
 
-__all__ = ["APPEND_RESERVE_BYTES", "SpillArgs", "bounded_suffix", "result_flow", "spill_args"]
+__all__ = [
+    "APPEND_RESERVE_BYTES",
+    "SpillArgs",
+    "bounded_suffix",
+    "prepare",
+    "result_flow",
+    "spill_args",
+]
 
 log = logging.getLogger("spillstore")
 
