@@ -13,8 +13,10 @@ ARCHITECTURE.md explains the layers; :data:`ALLOWED` below is their definition.
 from __future__ import annotations
 
 import ast
+import graphlib
 import importlib
 import inspect
+import itertools
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -52,9 +54,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "_cli": _BELOW_SHELLS | {"loop", "mcp"},
 }
 """Layer -> the layers it may import (each may also import itself): the definition of the
-layers. A layer is a top-level module or package of spillstore. The front door
-(``spillstore/__init__.py``) sits above all of them: it may import anything, and no layer
-imports it."""
+layers. A layer is a top-level module or package of spillstore. Above all of them sit the
+front door (``spillstore/__init__.py``) and the ``__main__`` entry points (``python -m``):
+they may import anything, and nothing imports them."""
 
 FRONT_DOOR = "spillstore"
 
@@ -180,6 +182,15 @@ def _private(name: str) -> bool:
 # --------------------------------------------------------------------------- the graph
 
 
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of ``graph`` as ``[a, b, ..., a]``, or ``[]`` when it has none."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        return list(reversed(error.args[1]))
+    return []
+
+
 def test_the_runtime_import_graph_has_no_cycles() -> None:
     """No module imports itself through others at run time, not even from inside a function.
 
@@ -190,56 +201,21 @@ def test_the_runtime_import_graph_has_no_cycles() -> None:
         module: {imp.target for imp in imports(module) if not imp.type_checking}
         for module in modules()
     }
-    cycles = [sorted(component) for component in _strongly_connected(graph) if len(component) > 1]
+    cycle = _cycle(graph)
     arrows = [
         str(imp)
-        for cycle in cycles
-        for module in cycle
-        for imp in imports(module)
-        if imp.target in cycle and not imp.type_checking
+        for source, target in itertools.pairwise(cycle)
+        for imp in imports(source)
+        if imp.target == target and not imp.type_checking
     ]
-    assert not cycles, "import cycles:\n  " + "\n  ".join(arrows)
-
-
-def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
-    """Tarjan's strongly connected components of ``graph``."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[set[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.add(member)
-                if member == node:
-                    break
-            components.append(component)
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return components
+    assert not cycle, "an import cycle:\n  " + "\n  ".join(arrows)
 
 
 def test_the_cycle_finder_finds_cycles() -> None:
     """The cycle check above can fail: it finds a two-module cycle and a longer one."""
-    graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c", "f"}, "f": set()}
-    found = sorted(sorted(c) for c in _strongly_connected(graph) if len(c) > 1)
-    assert found == [["a", "b"], ["c", "d", "e"]]
+    assert _cycle({"a": {"b"}, "b": {"a"}}) in (["a", "b", "a"], ["b", "a", "b"])
+    assert len(_cycle({"c": {"d"}, "d": {"e"}, "e": {"c", "f"}, "f": set()})) == 4
+    assert _cycle({"a": {"b"}, "b": set()}) == []
 
 
 def test_no_module_imports_a_private_name_of_another_module() -> None:
@@ -311,12 +287,17 @@ def test_no_module_imports_a_private_module_or_name_of_a_dependency() -> None:
 
 
 def test_every_layer_imports_only_the_layers_below_it() -> None:
-    """Arrows point down: each layer imports only what :data:`ALLOWED` lists for it, and
-    only the front door (``spillstore/__init__.py``) may import every layer."""
-    offences = []
+    """Arrows point down: each layer imports only what :data:`ALLOWED` lists for it; only
+    the front door and the ``__main__`` entry points may import every layer."""
+    offences = [
+        str(imp)
+        for module in modules()
+        for imp in imports(module)
+        if imp.target.endswith(".__main__")
+    ]
     for module in modules():
         source = layer(module)
-        if source == FRONT_DOOR:
+        if source == FRONT_DOOR or module.endswith(".__main__"):
             continue
         if source not in ALLOWED:
             offences.append(f"{module_path(module)}: layer {source!r} is missing from ALLOWED")
@@ -331,8 +312,7 @@ def test_every_layer_imports_only_the_layers_below_it() -> None:
 
 def test_the_allowed_arrows_point_down() -> None:
     """The layer table is itself acyclic, so following allowed arrows never comes back."""
-    graph = {unit: set(allowed) for unit, allowed in ALLOWED.items()}
-    assert [sorted(c) for c in _strongly_connected(graph) if len(c) > 1] == []
+    assert _cycle({unit: set(allowed) for unit, allowed in ALLOWED.items()}) == []
     assert all(target in ALLOWED for allowed in ALLOWED.values() for target in allowed)
 
 
@@ -467,8 +447,8 @@ def test_the_error_finder_sees_the_error_tree() -> None:
 # --------------------------------------------------------------------------- front door
 
 
-def test_all_is_the_export_map() -> None:
-    """``spillstore.__all__`` lists exactly the keys of the package's one export map, once each."""
+def export_map() -> dict[str, object]:
+    """The front door's one export map: the module-level dict keyed by the public names."""
     maps = {
         name: value
         for name, value in vars(spillstore).items()
@@ -479,9 +459,34 @@ def test_all_is_the_export_map() -> None:
         and set(value) & set(spillstore.__all__)
     }
     assert len(maps) == 1, f"expected one export map, found {sorted(maps)}"
-    (export_map,) = maps.values()
+    (found,) = maps.values()
+    return found
+
+
+def test_all_is_the_export_map() -> None:
+    """``spillstore.__all__`` lists exactly the keys of the package's one export map, once each."""
     assert len(spillstore.__all__) == len(set(spillstore.__all__))
-    assert set(spillstore.__all__) == set(export_map)
+    assert set(spillstore.__all__) == set(export_map())
+
+
+def test_type_checkers_see_what_the_export_map_exports() -> None:
+    """The front door's ``TYPE_CHECKING`` imports, if any, import every exported name from
+    the module the export map names, so type checkers and run time agree."""
+    seen = {
+        alias.asname or alias.name: _absolute(FRONT_DOOR, node)
+        for node, type_checking in _walk(tree(FRONT_DOOR))
+        if type_checking and isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    if not seen:
+        return
+    exports = export_map()
+    assert set(exports) <= set(seen), sorted(set(exports) - set(seen))
+    if all(isinstance(where, str) for where in exports.values()):
+        wrong = {
+            name: (seen[name], where) for name, where in exports.items() if seen[name] != where
+        }
+        assert not wrong, f"imported from elsewhere than the map says: {wrong}"
 
 
 def test_each_public_name_is_written_once_as_a_string() -> None:
