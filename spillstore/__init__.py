@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: exactly _EXPORTS (a test holds 
     from spillstore._tools.spill_tools import SpillTools as SpillTools
     from spillstore._tools.spill_tools import delegate_read as delegate_read
 
-__version__ = "0.1.0.dev0"
+from spillstore._version import __version__ as __version__
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "spillstore._service.service": ("TruncationService",),

@@ -146,7 +146,7 @@ def _root(
 ) -> None:
     """Keep oversized tool output out of an LLM's context without losing it."""
     if version:
-        from spillstore import __version__  # noqa: PLC0415 - start-up stays cheap
+        from spillstore._version import __version__  # noqa: PLC0415 - start-up stays cheap
 
         write(f"spillstore {__version__}\n")
         raise typer.Exit(0)

@@ -24,7 +24,7 @@ from typing import Any
 
 import re2
 
-from spillstore._errors import RequestRefused
+from spillstore._errors import RequestRefused, SpillstoreError
 
 __all__ = [
     "REGEX_METACHARACTERS",
@@ -97,8 +97,12 @@ MIN_PREFILTER_BYTES = 3
 """A required literal shorter than this is not worth a prefilter."""
 
 
-class _GiveUp(Exception):
-    """The pattern is beyond what :func:`required_literal` can prove things about."""
+class _GiveUp(SpillstoreError):
+    """The pattern is beyond what :func:`required_literal` can prove things about.
+
+    Control flow inside this module only: it never escapes :func:`required_literal` and
+    :func:`newline_free`.
+    """
 
 
 def required_literal(pattern: str) -> str | None:
