@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         elision_marker,
     )
     from spillstore._core.gc_plan import GcEntry, GcReport
+    from spillstore._core.paging import LinePage
     from spillstore._core.utf8 import head, tail, utf8_size
     from spillstore._errors import (
         ConfigError,
@@ -45,10 +46,11 @@ if TYPE_CHECKING:
     from spillstore._service.service import TruncationService
     from spillstore._service.wrap import call_context, wrap
     from spillstore._settings import Settings, parse_duration, parse_size
-    from spillstore._stores.base import AsyncSpillWriter, SpillWriter, Store
+    from spillstore._stores.base import Store
     from spillstore._stores.local import LocalStore
     from spillstore._stores.memory import MemoryStore
-    from spillstore._stores.meta import LinePage, SpillMeta
+    from spillstore._stores.meta import SpillMeta
+    from spillstore._stores.writer import AsyncSpillWriter, SpillWriter
     from spillstore._tools.args import GrepArgs, ListArgs, ReadArgs
     from spillstore._tools.spill_tools import SpillTools, delegate_read
     from spillstore.loop import (
@@ -120,14 +122,14 @@ __all__ = [
 __version__ = "0.1.0.dev0"
 
 _EXPORTS: dict[str, str] = {
-    "AsyncSpillWriter": "spillstore._stores.base",
+    "AsyncSpillWriter": "spillstore._stores.writer",
     "ConfigError": "spillstore._errors",
     "EmbeddedText": "spillstore._content",
     "GcEntry": "spillstore._core.gc_plan",
     "GcReport": "spillstore._core.gc_plan",
     "GrepArgs": "spillstore._tools.args",
     "InvalidSpillId": "spillstore._errors",
-    "LinePage": "spillstore._stores.meta",
+    "LinePage": "spillstore._core.paging",
     "ListArgs": "spillstore._tools.args",
     "LocalStore": "spillstore._stores.local",
     "LoopResult": "spillstore.loop",
@@ -149,7 +151,7 @@ _EXPORTS: dict[str, str] = {
     "SpillMeta": "spillstore._stores.meta",
     "SpillNotFound": "spillstore._errors",
     "SpillTools": "spillstore._tools.spill_tools",
-    "SpillWriter": "spillstore._stores.base",
+    "SpillWriter": "spillstore._stores.writer",
     "SpillstoreError": "spillstore._errors",
     "Store": "spillstore._stores.base",
     "StoreError": "spillstore._errors",

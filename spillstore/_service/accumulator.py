@@ -31,8 +31,8 @@ from spillstore._service.service import (
 
 if TYPE_CHECKING:
     from spillstore._service.service import TruncationService
-    from spillstore._stores.base import AsyncSpillWriter, SpillWriter
     from spillstore._stores.meta import SpillMeta
+    from spillstore._stores.writer import AsyncSpillWriter, SpillWriter
 
 __all__ = ["OutputAccumulator"]
 

@@ -41,8 +41,8 @@ from typing import Any
 
 import re2
 
+from spillstore._core.index import INDEX_BLOCK_BYTES, LineIndex
 from spillstore._errors import RequestRefused
-from spillstore._stores.meta import INDEX_BLOCK_BYTES, LineIndex
 
 __all__ = [
     "DENSE_GAP_BYTES",

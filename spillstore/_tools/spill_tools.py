@@ -67,6 +67,9 @@ from pydantic import (
 )
 
 from spillstore._content import TextPart, ToolResult
+from spillstore._core.ids import is_spill_id, validate_session
+from spillstore._core.index import LineIndex, nth_newline
+from spillstore._core.paging import LinePage
 from spillstore._errors import (
     ConfigError,
     InvalidSpillId,
@@ -79,14 +82,7 @@ from spillstore._errors import (
     StoreError,
 )
 from spillstore._stores.base import Store
-from spillstore._stores.meta import (
-    LineIndex,
-    LinePage,
-    SpillMeta,
-    is_spill_id,
-    nth_newline,
-    validate_session,
-)
+from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import (
     DEFAULT_BYTE_PAGE,
     DEFAULT_HEAD_LIMIT,

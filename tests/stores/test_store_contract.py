@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from spillstore._core.ids import is_spill_id
+from spillstore._core.index import count_lines
 from spillstore._errors import (
     ConfigError,
     InvalidSpillId,
@@ -20,7 +22,6 @@ from spillstore._errors import (
     UsageError,
 )
 from spillstore._stores.base import Store
-from spillstore._stores.meta import count_lines, is_spill_id
 
 if TYPE_CHECKING:
     from tests.stores.store_fixtures import FakeClock, StoreFactory

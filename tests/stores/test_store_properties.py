@@ -11,20 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import spillstore._stores.meta as meta_module
+import spillstore._core.index as index_module
 from spillstore._core.gc_plan import GcCandidate, plan_gc
+from spillstore._core.ids import is_spill_id, make_spill_id, sanitize_stem
+from spillstore._core.index import IndexBuilder, count_lines, nth_newline
 from spillstore._errors import RangeNotStored
-from spillstore._stores.base import Store, _Utf8Check
+from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
-from spillstore._stores.meta import (
-    IndexBuilder,
-    count_lines,
-    is_spill_id,
-    make_spill_id,
-    nth_newline,
-    sanitize_stem,
-)
+from spillstore._stores.writer import Utf8Check
 from tests.strategies import hostile_text, raw_bytes
 
 PIECES = [b"\n", b"a", b"line of text\n", b"\r\n", "\u00e9".encode(), "\u20ac".encode()]
@@ -141,7 +136,7 @@ def test_stored_ranges_and_pages_are_exact(
     """Any output, chunking and cap: stored ranges, pages, counts and hash are exact."""
     cap, tail = limits
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(meta_module, "INDEX_BLOCK_BYTES", block)
+        mp.setattr(index_module, "INDEX_BLOCK_BYTES", block)
         _check_spill(STORES[backend], data, cap, tail, cuts)
 
 
@@ -275,7 +270,7 @@ def test_ids_are_always_valid(name: str, call: str, session: str) -> None:
 @given(data=outputs, cuts=st.lists(st.integers(0, 500), max_size=10), window=st.integers(4, 9))
 def test_utf8_check_matches_strict_decode(data: bytes, cuts: list[int], window: int) -> None:
     """The incremental UTF-8 check agrees with a strict decode, however the bytes are split."""
-    check = _Utf8Check()
+    check = Utf8Check()
     check.WINDOW = window
     for chunk in _chunks(data, cuts):
         check.feed(chunk)

@@ -1,0 +1,208 @@
+"""The backend protocol: what a store implements, and the state every store keeps.
+
+A backend (local directory, memory, S3) subclasses :class:`~spillstore.Store` and
+implements the six primitives declared here: ``_create`` (start a spill, returning a
+:class:`~spillstore._stores.writer.Sink`), ``_stat``, ``_list``, ``_open`` (returning a
+:class:`DataReader`), ``_read_index`` and ``_remove``. It may override the hooks below
+them (a cross-process cleaner lock, leftovers of dead writers, housekeeping after
+``gc``, spill paths, adopting a file without a copy). Every public operation is built
+on these, once, in the layers above, each a subclass of the one before::
+
+    Backend        the primitives and hooks, the store's defaults, the index cache (here)
+    CleanupOps     delete, clean and gc (cleanup.py)
+    Store          writer, put, adopt, stat, list, the reads, resolve (base.py)
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from spillstore._core.cache import BoundedCache
+from spillstore._core.gc_plan import GcEntry
+from spillstore._core.index import (
+    DEFAULT_RETAINED_TAIL_BYTES,
+    DEFAULT_RETENTION_BYTES,
+    LineIndex,
+    validate_retention,
+)
+from spillstore._core.paging import ReadFn, physical
+from spillstore._errors import PathOutsideStore, StoreError
+from spillstore._stores.meta import SpillMeta
+from spillstore._stores.writer import Sink
+
+__all__ = ["INDEX_CACHE_SIZE", "Backend", "BytesReader", "DataReader"]
+
+INDEX_CACHE_SIZE: Final = 32
+"""Line indexes kept in memory per store (the spills paged most recently)."""
+
+
+class DataReader(abc.ABC):
+    """Reads one spill's stored data by *physical* offset (the data file's own bytes)."""
+
+    @abc.abstractmethod
+    def read(self, start: int, end: int) -> bytes:
+        """Return the stored bytes ``[start, end)`` of the data file."""
+
+    @abc.abstractmethod
+    def buffer(self) -> bytes | memoryview:
+        """Return the whole stored data as a buffer (an mmap view for local files)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the reader's resources."""
+
+    def __enter__(self) -> DataReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BytesReader(DataReader):
+    """A reader over stored data already in memory."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def read(self, start: int, end: int) -> bytes:
+        return self._data[start:end]
+
+    def buffer(self) -> bytes:
+        return self._data
+
+
+class Backend(abc.ABC):
+    """The primitives and hooks a store implements, and the state every store keeps.
+
+    Args:
+        clock: returns epoch seconds; used for ``created_at`` and as ``gc``'s ``now``.
+        retention_bytes: default retention cap (None: store everything).
+        retained_tail_bytes: default tail kept when an output exceeds the cap.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        retention_bytes: int | None = DEFAULT_RETENTION_BYTES,
+        retained_tail_bytes: int = DEFAULT_RETAINED_TAIL_BYTES,
+    ) -> None:
+        validate_retention(retention_bytes, retained_tail_bytes)
+        self._clock = clock
+        self._retention_bytes = retention_bytes
+        self._retained_tail_bytes = retained_tail_bytes
+        self._indexes: BoundedCache[tuple[str, str, float], LineIndex] = BoundedCache(
+            INDEX_CACHE_SIZE
+        )
+        self._local_cleaner = threading.Lock()
+
+    # ----------------------------------------------------------------- primitives
+
+    @abc.abstractmethod
+    def _create(self, session: str) -> Sink:
+        """Start a new spill in ``session``."""
+
+    @abc.abstractmethod
+    def _stat(self, spill_id: str) -> SpillMeta:
+        """Return a visible spill's metadata.
+
+        Raises:
+            SpillExpired: it existed and was removed.
+            SpillNotFound: it never existed.
+        """
+
+    @abc.abstractmethod
+    def _list(self, session: str | None) -> builtins.list[SpillMeta]:
+        """Return the visible spills of ``session`` (all sessions when None)."""
+
+    @abc.abstractmethod
+    def _open(self, meta: SpillMeta) -> DataReader:
+        """Open a spill's stored data for reading.
+
+        Raises:
+            SpillExpired: it was removed since ``meta`` was read.
+            StoreError: the data does not match its metadata.
+        """
+
+    @abc.abstractmethod
+    def _read_index(self, meta: SpillMeta) -> bytes:
+        """Return the serialized line index of a spill."""
+
+    @abc.abstractmethod
+    def _remove(self, meta: SpillMeta, *, reason: str, now: float) -> bool:
+        """Remove a spill, leaving a tombstone; return whether this call removed it.
+
+        A spill already removed by someone else is not an error (return False).
+        """
+
+    # ----------------------------------------------------------------- hooks
+
+    @contextlib.contextmanager
+    def _cleaner_lock(self) -> Iterator[None]:
+        """Hold the lock that lets one cleaner run at a time."""
+        with self._local_cleaner:
+            yield
+
+    def _orphans(
+        self, session: str | None, *, now: float, grace: float
+    ) -> builtins.list[tuple[GcEntry, Callable[[], None]]]:
+        """Return leftovers of dead writers older than ``grace``, with their removers."""
+        return []
+
+    def _after_gc(self, *, now: float) -> None:  # noqa: B027 - optional hook
+        """Housekeeping after a real (not dry-run) ``gc``: prune old tombstones, etc."""
+
+    def _spill_id_of_path(self, path: str) -> str:
+        """Return the spill id whose data file is ``path``.
+
+        Raises:
+            PathOutsideStore: this store has no paths, or the path is not a spill.
+        """
+        raise PathOutsideStore(
+            f"{type(self).__name__} has no files; refer to spills by id", path=path
+        )
+
+    def _adopt_in_place(
+        self,
+        path: str,
+        *,
+        session: str,
+        tool_name: str,
+        tool_call_id: str,
+        suffix: str | None,
+        media_notes: tuple[str, ...],
+        retention_bytes: int | None,
+        move: bool,
+    ) -> SpillMeta | None:
+        """Turn ``path`` into a spill without copying it, or return None if impossible."""
+        return None
+
+    # ----------------------------------------------------------------- line indexes
+
+    def _remember_index(self, meta: SpillMeta, index: LineIndex) -> None:
+        self._indexes.put((meta.spill_id, meta.sha256, meta.created_at), index)
+
+    def _index_for(self, meta: SpillMeta) -> LineIndex:
+        cached = self._indexes.get((meta.spill_id, meta.sha256, meta.created_at))
+        if cached is not None:
+            return cached
+        try:
+            index = LineIndex.from_bytes(self._read_index(meta), meta.stored_ranges)
+        except ValueError as exc:
+            raise StoreError(f"the line index of spill {meta.spill_id} is corrupt") from exc
+        if not index.describes(meta.total_bytes, meta.total_lines):
+            raise StoreError(f"the line index of spill {meta.spill_id} does not match it")
+        self._remember_index(meta, index)
+        return index
+
+    @staticmethod
+    def _reader_fn(meta: SpillMeta, reader: DataReader) -> ReadFn:
+        def read(start: int, end: int) -> bytes:
+            return reader.read(*physical(meta.stored_ranges, start, end))
+
+        return read
