@@ -18,10 +18,12 @@ from __future__ import annotations
 import abc
 import builtins
 import contextlib
+import logging
+import mmap
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import Final, TypedDict
 
 from spillstore._core.cache import BoundedCache
 from spillstore._core.gc_plan import GcEntry
@@ -36,7 +38,16 @@ from spillstore._errors import PathOutsideStore, StoreError
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink
 
-__all__ = ["INDEX_CACHE_SIZE", "Backend", "BytesReader", "DataReader"]
+__all__ = [
+    "INDEX_CACHE_SIZE",
+    "Backend",
+    "BytesReader",
+    "DataReader",
+    "MappedReader",
+    "StoreOptions",
+]
+
+logger = logging.getLogger("spillstore")
 
 INDEX_CACHE_SIZE: Final = 32
 """Line indexes kept in memory per store (the spills paged most recently)."""
@@ -63,6 +74,27 @@ class DataReader(abc.ABC):
         self.close()
 
 
+class MappedReader(DataReader):
+    """A reader whose buffer is a read-only ``mmap`` of a file (Grep scans it in place)."""
+
+    _mmap: mmap.mmap | None = None
+
+    def _map(self, fd: int) -> memoryview:
+        """Map the file ``fd`` (once) and return a view of all of it."""
+        if self._mmap is None:
+            self._mmap = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        return memoryview(self._mmap)
+
+    def close(self) -> None:
+        """Unmap the file, unless a caller still holds a view (then it is unmapped when freed)."""
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:
+                logger.debug("spill mmap still exported; left to the garbage collector")
+            self._mmap = None
+
+
 class BytesReader(DataReader):
     """A reader over stored data already in memory."""
 
@@ -74,6 +106,14 @@ class BytesReader(DataReader):
 
     def buffer(self) -> bytes:
         return self._data
+
+
+class StoreOptions(TypedDict, total=False):
+    """The keywords every store's constructor takes (see :class:`Backend`)."""
+
+    clock: Callable[[], float]
+    retention_bytes: int | None
+    retained_tail_bytes: int
 
 
 class Backend(abc.ABC):
@@ -168,18 +208,14 @@ class Backend(abc.ABC):
         )
 
     def _adopt_in_place(
-        self,
-        path: str,
-        *,
-        session: str,
-        tool_name: str,
-        tool_call_id: str,
-        suffix: str | None,
-        media_notes: tuple[str, ...],
-        retention_bytes: int | None,
-        move: bool,
-    ) -> SpillMeta | None:
-        """Turn ``path`` into a spill without copying it, or return None if impossible."""
+        self, path: str, *, session: str, retention_bytes: int | None
+    ) -> tuple[Sink, int] | None:
+        """Take the file ``path`` into the store without a copy, or return None to copy it.
+
+        Returns a sink that already holds the file's bytes, and a descriptor to read
+        them once (to hash, count and index them); the spill is then written with no
+        retention cut, so a store takes in place only files within ``retention_bytes``.
+        """
         return None
 
     # ----------------------------------------------------------------- line indexes

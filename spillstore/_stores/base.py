@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import enum
+import logging
 import os
 from collections.abc import AsyncIterable, Iterable, Iterator, Sequence
 from typing import Final, NotRequired, TypedDict, Unpack
@@ -44,7 +45,7 @@ from spillstore._errors import (
 )
 from spillstore._stores.cleanup import CleanupOps
 from spillstore._stores.meta import SpillMeta
-from spillstore._stores.writer import AsyncSpillWriter, SpillWriter, copy_file
+from spillstore._stores.writer import AsyncSpillWriter, Sink, SpillWriter, copy_fd, copy_file
 from spillstore._twins import in_thread
 
 __all__ = [
@@ -67,6 +68,8 @@ USE_STORE_DEFAULT: Final = UseStoreDefault.default
 """Pass (or leave) this to use the store's configured retention."""
 
 Retention = int | None | UseStoreDefault
+
+logger = logging.getLogger("spillstore")
 
 
 class WriterOptions(TypedDict):
@@ -150,8 +153,17 @@ class Store(CleanupOps):
             if not isinstance(value, str):
                 raise ConfigError(f"{name} must be a str; got {value!r}", field=name)
         cap, tail = self._retention(retention_bytes, retained_tail_bytes)
+        return self._spill_writer(
+            self._create(session), (session, tool_name, tool_call_id), cap, tail
+        )
+
+    def _spill_writer(
+        self, sink: Sink, names: tuple[str, str, str], cap: int | None, tail: int
+    ) -> SpillWriter:
+        """A writer into ``sink``; ``names`` are the session, tool name and call id."""
+        session, tool_name, tool_call_id = names
         return SpillWriter(
-            self._create(session),
+            sink,
             session=session,
             tool_name=tool_name,
             tool_call_id=tool_call_id,
@@ -253,28 +265,23 @@ class Store(CleanupOps):
         validate_session(session)
         cap, tail = self._retention(retention_bytes, retained_tail_bytes)
         source = os.path.realpath(os.fspath(path))
-        notes = tuple(media_notes)
-        meta = self._adopt_in_place(
-            source,
-            session=session,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-            suffix=suffix,
-            media_notes=notes,
-            retention_bytes=cap,
-            move=move,
-        )
-        if meta is not None:
-            return meta
-        with self.writer(
-            session=session,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-            retention_bytes=cap,
-            retained_tail_bytes=tail,
-        ) as w:
-            copy_file(w, source)
-            meta = w.commit(suffix=suffix, media_notes=notes)
+        in_place = self._adopt_in_place(source, session=session, retention_bytes=cap)
+        if in_place is not None:
+            sink, fd = in_place
+            with self._spill_writer(sink, (session, tool_name, tool_call_id), None, 0) as w:
+                copy_fd(w, fd, source)
+                meta = w.commit(suffix=suffix, media_notes=media_notes)
+            logger.debug("adopted %s as spill %s without a copy", source, meta.spill_id)
+        else:
+            with self.writer(
+                session=session,
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                retention_bytes=cap,
+                retained_tail_bytes=tail,
+            ) as w:
+                copy_file(w, source)
+                meta = w.commit(suffix=suffix, media_notes=media_notes)
         if move:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(source)

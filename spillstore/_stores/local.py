@@ -60,7 +60,7 @@ from spillstore._stores.local_files import (
 )
 from spillstore._stores.local_sink import LocalSink
 from spillstore._stores.meta import SpillMeta, tombstone_record
-from spillstore._stores.writer import Sink, SpillWriter, copy_fd
+from spillstore._stores.writer import Sink
 
 __all__ = ["ENV_DIR", "TOMBSTONE_TTL_SECONDS", "LocalStore"]
 
@@ -144,25 +144,21 @@ class LocalStore(Store):
     def _list(self, session: str | None) -> builtins.list[SpillMeta]:
         metas: builtins.list[SpillMeta] = []
         with map_os_errors("cannot list spills"):
-            for name in [session] if session is not None else self._root.session_names():
-                with self._root.session_dir(name) as dir_fd:
-                    if dir_fd < 0:
+            for name, dir_fd, entries in self._root.scan(session):
+                ids = [
+                    entry.name[:-5]
+                    for entry in entries
+                    if entry.name.endswith(".json") and is_spill_id(entry.name[:-5])
+                ]
+                for spill_id in ids:
+                    try:
+                        meta = self._root.load_meta(dir_fd, name, spill_id)
+                    except StoreError as exc:
+                        logger.warning("skipping spill %s: %s", spill_id, exc)
                         continue
-                    with os.scandir(dir_fd) as entries:
-                        ids = [
-                            entry.name[:-5]
-                            for entry in entries
-                            if entry.name.endswith(".json") and is_spill_id(entry.name[:-5])
-                        ]
-                    for spill_id in ids:
-                        try:
-                            meta = self._root.load_meta(dir_fd, name, spill_id)
-                        except StoreError as exc:
-                            logger.warning("skipping spill %s: %s", spill_id, exc)
-                            continue
-                        if meta is not None:
-                            self._root.remember_session(spill_id, name)
-                            metas.append(meta)
+                    if meta is not None:
+                        self._root.remember_session(spill_id, name)
+                        metas.append(meta)
         return metas
 
     def _open(self, meta: SpillMeta) -> DataReader:
@@ -236,35 +232,31 @@ class LocalStore(Store):
     ) -> builtins.list[tuple[GcEntry, Callable[[], None]]]:
         found: builtins.list[tuple[GcEntry, Callable[[], None]]] = []
         with map_os_errors("cannot scan for leftovers"):
-            for name in [session] if session is not None else self._root.session_names():
-                with self._root.session_dir(name) as dir_fd:
-                    if dir_fd < 0:
+            for name, dir_fd, listed in self._root.scan(session):
+                entries = [e for e in listed if e.is_file(follow_symlinks=False)]
+                names = {e.name for e in entries}
+                for entry in entries:
+                    if not _is_orphan(entry.name, names):
                         continue
-                    with os.scandir(dir_fd) as scan:
-                        entries = [e for e in scan if e.is_file(follow_symlinks=False)]
-                    names = {e.name for e in entries}
-                    for entry in entries:
-                        if not _is_orphan(entry.name, names):
-                            continue
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except FileNotFoundError:  # its writer just finished
-                            continue
-                        if now - st.st_mtime < grace or _in_use(entry.name, dir_fd):
-                            continue
-                        found.append(
-                            (
-                                GcEntry(
-                                    spill_id=None,
-                                    session=name,
-                                    name=entry.name,
-                                    bytes=st.st_size,
-                                    reason="orphan_temp",
-                                    created_at=st.st_mtime,
-                                ),
-                                self._unlinker(name, entry.name),
-                            )
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:  # its writer just finished
+                        continue
+                    if now - st.st_mtime < grace or _in_use(entry.name, dir_fd):
+                        continue
+                    found.append(
+                        (
+                            GcEntry(
+                                spill_id=None,
+                                session=name,
+                                name=entry.name,
+                                bytes=st.st_size,
+                                reason="orphan_temp",
+                                created_at=st.st_mtime,
+                            ),
+                            self._unlinker(name, entry.name),
                         )
+                    )
         return found
 
     def _unlinker(self, session: str, name: str) -> Callable[[], None]:
@@ -277,25 +269,20 @@ class LocalStore(Store):
 
     def _after_gc(self, *, now: float) -> None:
         with map_os_errors("cannot prune tombstones"):
-            for name in self._root.session_names():
-                with self._root.session_dir(name) as dir_fd:
-                    if dir_fd < 0:
+            for name, dir_fd, entries in self._root.scan(None):
+                for entry in entries:
+                    if not (
+                        entry.name.endswith(".gone")
+                        and is_spill_id(entry.name[:-5])
+                        and entry.is_file(follow_symlinks=False)
+                    ):
                         continue
-                    with os.scandir(dir_fd) as scan:
-                        entries = list(scan)
-                    for entry in entries:
-                        if not (
-                            entry.name.endswith(".gone")
-                            and is_spill_id(entry.name[:-5])
-                            and entry.is_file(follow_symlinks=False)
-                        ):
-                            continue
-                        try:
-                            age = now - entry.stat(follow_symlinks=False).st_mtime
-                        except FileNotFoundError:
-                            continue
-                        if age > self._tombstone_ttl:
-                            unlink_quiet(entry.name, dir_fd)
+                    try:
+                        age = now - entry.stat(follow_symlinks=False).st_mtime
+                    except FileNotFoundError:
+                        continue
+                    if age > self._tombstone_ttl:
+                        unlink_quiet(entry.name, dir_fd)
                 root_fd = self._root.open()
                 try:
                     # Only an empty directory goes; a writer that loses the race retries.
@@ -331,17 +318,8 @@ class LocalStore(Store):
         return spill_id
 
     def _adopt_in_place(
-        self,
-        path: str,
-        *,
-        session: str,
-        tool_name: str,
-        tool_call_id: str,
-        suffix: str | None,
-        media_notes: tuple[str, ...],
-        retention_bytes: int | None,
-        move: bool,
-    ) -> SpillMeta | None:
+        self, path: str, *, session: str, retention_bytes: int | None
+    ) -> tuple[Sink, int] | None:
         try:
             st = os.stat(path)
         except OSError:
@@ -356,23 +334,7 @@ class LocalStore(Store):
         if not sink.adopt(path, st):
             sink.discard()
             return None
-        with SpillWriter(
-            sink,
-            session=session,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-            retention_bytes=None,
-            retained_tail_bytes=0,
-            created_at=self._clock,
-            on_commit=self._remember_index,
-        ) as writer:
-            copy_fd(writer, sink.fd, path)
-            meta = writer.commit(suffix=suffix, media_notes=media_notes)
-        if move:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-        logger.debug("adopted %s as spill %s without a copy", path, meta.spill_id)
-        return meta
+        return sink, sink.fd
 
 
 def _is_orphan(name: str, names: set[str]) -> bool:

@@ -14,7 +14,6 @@ import builtins
 import contextlib
 import errno
 import logging
-import mmap
 import os
 import re
 import secrets
@@ -27,7 +26,7 @@ from pydantic import ValidationError
 from spillstore._core.cache import BoundedCache
 from spillstore._core.ids import is_session, validate_session
 from spillstore._errors import StoreError, UnsafeStoreRoot
-from spillstore._stores.backend import DataReader
+from spillstore._stores.backend import MappedReader
 from spillstore._stores.errors import expired_error, map_os_errors
 from spillstore._stores.meta import TOMBSTONE_MAX_BYTES, SpillMeta, parse_tombstone
 
@@ -143,13 +142,12 @@ def unlink_quiet(name: str, dir_fd: int) -> bool:
     return True
 
 
-class LocalReader(DataReader):
+class LocalReader(MappedReader):
     """Reads a spill's data file with ``pread``; its buffer is an ``mmap`` of the file."""
 
     def __init__(self, fd: int, size: int) -> None:
         self._fd = fd
         self._size = size
-        self._mmap: mmap.mmap | None = None
 
     def read(self, start: int, end: int) -> bytes:
         with map_os_errors("cannot read spill data"):
@@ -164,18 +162,11 @@ class LocalReader(DataReader):
     def buffer(self) -> bytes | memoryview:
         if self._size == 0:
             return b""
-        if self._mmap is None:
-            with map_os_errors("cannot map spill data"):
-                self._mmap = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
-        return memoryview(self._mmap)
+        with map_os_errors("cannot map spill data"):
+            return self._map(self._fd)
 
     def close(self) -> None:
-        if self._mmap is not None:
-            try:
-                self._mmap.close()
-            except BufferError:  # a caller kept a view; the mmap closes when freed
-                logger.debug("spill mmap still exported; left to the garbage collector")
-            self._mmap = None
+        super().close()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -263,6 +254,22 @@ class LocalRoot:
                 )
         finally:
             os.close(root_fd)
+
+    def scan(
+        self, session: str | None
+    ) -> Iterator[tuple[str, int, builtins.list[os.DirEntry[str]]]]:
+        """Yield ``(session, dir_fd, entries)`` for ``session``, or for every session.
+
+        A session directory that does not exist is skipped; ``dir_fd`` stays open until
+        the next item is asked for.
+        """
+        for name in [session] if session is not None else self.session_names():
+            with self.session_dir(name) as dir_fd:
+                if dir_fd < 0:
+                    continue
+                with os.scandir(dir_fd) as entries:
+                    listed = builtins.list(entries)
+                yield name, dir_fd, listed
 
     def data_path(self, meta: SpillMeta) -> str:
         """The absolute path of a spill's data file (symlinks in the root resolved)."""

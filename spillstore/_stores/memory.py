@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import builtins
 import threading
-import time
-from collections.abc import Callable
+from typing import Unpack
 
 from spillstore._core.cache import BoundedCache
-from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES, DEFAULT_RETENTION_BYTES
 from spillstore._errors import StoreError
-from spillstore._stores.backend import BytesReader, DataReader
+from spillstore._stores.backend import BytesReader, DataReader, StoreOptions
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, not_found_error
 from spillstore._stores.meta import SpillMeta
@@ -50,21 +48,13 @@ class MemoryStore(Store):
     reading one raises :class:`~spillstore.SpillExpired`.
 
     Args:
-        clock: epoch seconds, for ``created_at`` and ``gc``.
+        clock: epoch seconds, for ``created_at`` and ``gc`` (default ``time.time``).
         retention_bytes: default retention cap (None: keep everything).
         retained_tail_bytes: default tail kept past the cap.
     """
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.time,
-        retention_bytes: int | None = DEFAULT_RETENTION_BYTES,
-        retained_tail_bytes: int = DEFAULT_RETAINED_TAIL_BYTES,
-    ) -> None:
-        super().__init__(
-            clock=clock, retention_bytes=retention_bytes, retained_tail_bytes=retained_tail_bytes
-        )
+    def __init__(self, **options: Unpack[StoreOptions]) -> None:
+        super().__init__(**options)
         self._lock = threading.Lock()
         self._spills: dict[str, tuple[SpillMeta, bytes, bytes]] = {}
         self._tombstones: BoundedCache[str, tuple[str, float]] = BoundedCache(TOMBSTONES_KEPT)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import mmap
 import secrets
 import tempfile
 from typing import IO, TYPE_CHECKING, Final
@@ -24,7 +23,7 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError
 
 from spillstore._errors import SpillstoreError, StoreError
-from spillstore._stores.backend import DataReader
+from spillstore._stores.backend import MappedReader
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.s3_bucket import Bucket, Sidecar, describe, put_new, s3_errors
 from spillstore._stores.writer import Sink
@@ -53,7 +52,7 @@ DOWNLOAD_CHUNK_BYTES: Final = 1 << 20
 """Chunk size of a streamed download."""
 
 
-class S3Reader(DataReader):
+class S3Reader(MappedReader):
     """Ranged GETs of one data object; ``buffer`` downloads it once (see the module).
 
     A reader lives for one operation. It keeps what it fetched (up to
@@ -69,7 +68,6 @@ class S3Reader(DataReader):
         self._window_start = 0
         self._window = b""
         self._file: IO[bytes] | None = None
-        self._mmap: mmap.mmap | None = None
 
     def _get(self, start: int, end: int) -> bytes:
         with self._bucket.missing_means_expired(self._meta), s3_errors("cannot read spill data"):
@@ -116,16 +114,10 @@ class S3Reader(DataReader):
             raise StoreError(
                 errno.EIO, f"the data of spill {self._meta.spill_id} changed while downloading"
             )
-        self._mmap = mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
-        return memoryview(self._mmap)
+        return self._map(spool.fileno())
 
     def close(self) -> None:
-        if self._mmap is not None:
-            try:
-                self._mmap.close()
-            except BufferError:  # a caller kept a view; the mmap closes when freed
-                logger.debug("spill mmap still exported; left to the garbage collector")
-            self._mmap = None
+        super().close()
         if self._file is not None:
             self._file.close()
             self._file = None
