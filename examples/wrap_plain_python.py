@@ -14,17 +14,8 @@ import re
 import tempfile
 from collections.abc import Sequence
 
-from spillstore import (
-    LocalStore,
-    Message,
-    ModelTurn,
-    SpillTools,
-    ToolCall,
-    TruncationService,
-    call_context,
-    run_loop,
-    wrap,
-)
+from spillstore import LocalStore, SpillTools, TruncationService, call_context, wrap
+from spillstore.loop import Message, ModelTurn, ToolCall, run_loop
 
 store = LocalStore(tempfile.mkdtemp(prefix="spillstore-wrap-"))
 service = TruncationService(store)

@@ -1,191 +1,154 @@
 """spillstore: keep oversized LLM tool results out of the context without losing them.
 
-The public API lives here; the ``_underscored`` modules are private. Names are imported
-on first use (PEP 562), so ``import spillstore`` and the CLI's ``--help`` stay fast: the
-pydantic models load only when something needs them.
+This is the front door: the service, the stores, the recovery tools, the settings, the
+errors and the content types. The ``_underscored`` modules are private. Two public
+modules sit beside it: :mod:`spillstore.text` (capping text without spilling) and
+:mod:`spillstore.loop` (the turn cap and a reference host loop); the integrations are
+``spillstore.mcp``, ``spillstore.s3``, ``spillstore.langchain``,
+``spillstore.openai_agents`` and ``spillstore.pydantic_ai``.
+
+Names are imported on first use (PEP 562), so ``import spillstore`` and the CLI's
+``--help`` stay fast: the pydantic models load only when something needs them.
+
+Deprecated: the names that moved to :mod:`spillstore.text` and :mod:`spillstore.loop`
+still work from here for one release, with a ``DeprecationWarning`` naming their new
+home.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from spillstore._content import (
-        EmbeddedText,
-        MediaPart,
-        Part,
-        ResourceLink,
-        SpillInfo,
-        TextPart,
-        ToolResult,
-    )
-    from spillstore._core.cap import (
-        MIN_CAP_BYTES,
-        PART_SEPARATOR,
-        cap_content,
-        cap_result,
-        elide_middle,
-        elision_marker,
-    )
-    from spillstore._core.gc_plan import GcEntry, GcReport
-    from spillstore._core.paging import LinePage
-    from spillstore._core.utf8 import head, tail, utf8_size
-    from spillstore._errors import (
-        ConfigError,
-        InvalidSpillId,
-        PathOutsideStore,
-        RangeNotStored,
-        SpillExpired,
-        SpillNotFound,
-        SpillstoreError,
-        StoreError,
-        UnsafeStoreRoot,
-    )
-    from spillstore._service.accumulator import OutputAccumulator
-    from spillstore._service.service import TruncationService
-    from spillstore._service.wrap import call_context, wrap
-    from spillstore._settings import Settings, parse_duration, parse_size
-    from spillstore._stores.base import Store
-    from spillstore._stores.local import LocalStore
-    from spillstore._stores.memory import MemoryStore
-    from spillstore._stores.meta import SpillMeta
-    from spillstore._stores.writer import AsyncSpillWriter, SpillWriter
-    from spillstore._tools.args import GrepArgs, ListArgs, ReadArgs
-    from spillstore._tools.spill_tools import SpillTools, delegate_read
-    from spillstore.loop import (
-        LoopResult,
-        Message,
-        ModelTurn,
-        ToolCall,
-        TurnGuard,
-        arun_loop,
-        run_loop,
-    )
+if TYPE_CHECKING:  # for type checkers and IDEs: exactly _EXPORTS (a test holds them equal)
+    from spillstore._content import EmbeddedText as EmbeddedText
+    from spillstore._content import MediaPart as MediaPart
+    from spillstore._content import Part as Part
+    from spillstore._content import ResourceLink as ResourceLink
+    from spillstore._content import SpillInfo as SpillInfo
+    from spillstore._content import TextPart as TextPart
+    from spillstore._content import ToolResult as ToolResult
+    from spillstore._core.gc_plan import GcEntry as GcEntry
+    from spillstore._core.gc_plan import GcReport as GcReport
+    from spillstore._core.paging import LinePage as LinePage
+    from spillstore._errors import ConfigError as ConfigError
+    from spillstore._errors import InvalidSpillId as InvalidSpillId
+    from spillstore._errors import PathOutsideStore as PathOutsideStore
+    from spillstore._errors import RangeNotStored as RangeNotStored
+    from spillstore._errors import SpillExpired as SpillExpired
+    from spillstore._errors import SpillNotFound as SpillNotFound
+    from spillstore._errors import SpillstoreError as SpillstoreError
+    from spillstore._errors import StoreError as StoreError
+    from spillstore._errors import UnsafeStoreRoot as UnsafeStoreRoot
+    from spillstore._errors import UsageError as UsageError
+    from spillstore._service.accumulator import OutputAccumulator as OutputAccumulator
+    from spillstore._service.service import TruncationService as TruncationService
+    from spillstore._service.wrap import call_context as call_context
+    from spillstore._service.wrap import wrap as wrap
+    from spillstore._settings import Settings as Settings
+    from spillstore._settings import parse_duration as parse_duration
+    from spillstore._settings import parse_size as parse_size
+    from spillstore._stores.backend import USE_STORE_DEFAULT as USE_STORE_DEFAULT
+    from spillstore._stores.base import Store as Store
+    from spillstore._stores.local import LocalStore as LocalStore
+    from spillstore._stores.memory import MemoryStore as MemoryStore
+    from spillstore._stores.meta import SpillMeta as SpillMeta
+    from spillstore._stores.writer import AsyncSpillWriter as AsyncSpillWriter
+    from spillstore._stores.writer import SpillWriter as SpillWriter
+    from spillstore._tools.args import GrepArgs as GrepArgs
+    from spillstore._tools.args import ListArgs as ListArgs
+    from spillstore._tools.args import ReadArgs as ReadArgs
+    from spillstore._tools.spill_tools import SpillTools as SpillTools
+    from spillstore._tools.spill_tools import delegate_read as delegate_read
 
-__all__ = [
-    "MIN_CAP_BYTES",
-    "PART_SEPARATOR",
-    "AsyncSpillWriter",
-    "ConfigError",
-    "EmbeddedText",
-    "GcEntry",
-    "GcReport",
-    "GrepArgs",
-    "InvalidSpillId",
-    "LinePage",
-    "ListArgs",
-    "LocalStore",
-    "LoopResult",
-    "MediaPart",
-    "MemoryStore",
-    "Message",
-    "ModelTurn",
-    "OutputAccumulator",
-    "Part",
-    "PathOutsideStore",
-    "RangeNotStored",
-    "ReadArgs",
-    "ResourceLink",
-    "Settings",
-    "SpillExpired",
-    "SpillInfo",
-    "SpillMeta",
-    "SpillNotFound",
-    "SpillTools",
-    "SpillWriter",
-    "SpillstoreError",
-    "Store",
-    "StoreError",
-    "TextPart",
-    "ToolCall",
-    "ToolResult",
-    "TruncationService",
-    "TurnGuard",
-    "UnsafeStoreRoot",
-    "arun_loop",
-    "call_context",
-    "cap_content",
-    "cap_result",
-    "delegate_read",
-    "elide_middle",
-    "elision_marker",
-    "head",
-    "parse_duration",
-    "parse_size",
-    "run_loop",
-    "tail",
-    "utf8_size",
-    "wrap",
-]
+from spillstore._version import __version__ as __version__
 
-__version__ = "0.1.0.dev0"
-
-_EXPORTS: dict[str, str] = {
-    "AsyncSpillWriter": "spillstore._stores.writer",
-    "ConfigError": "spillstore._errors",
-    "EmbeddedText": "spillstore._content",
-    "GcEntry": "spillstore._core.gc_plan",
-    "GcReport": "spillstore._core.gc_plan",
-    "GrepArgs": "spillstore._tools.args",
-    "InvalidSpillId": "spillstore._errors",
-    "LinePage": "spillstore._core.paging",
-    "ListArgs": "spillstore._tools.args",
-    "LocalStore": "spillstore._stores.local",
-    "LoopResult": "spillstore.loop",
-    "MIN_CAP_BYTES": "spillstore._core.cap",
-    "MediaPart": "spillstore._content",
-    "MemoryStore": "spillstore._stores.memory",
-    "Message": "spillstore.loop",
-    "ModelTurn": "spillstore.loop",
-    "OutputAccumulator": "spillstore._service.accumulator",
-    "PART_SEPARATOR": "spillstore._core.cap",
-    "Part": "spillstore._content",
-    "PathOutsideStore": "spillstore._errors",
-    "RangeNotStored": "spillstore._errors",
-    "ReadArgs": "spillstore._tools.args",
-    "ResourceLink": "spillstore._content",
-    "Settings": "spillstore._settings",
-    "SpillExpired": "spillstore._errors",
-    "SpillInfo": "spillstore._content",
-    "SpillMeta": "spillstore._stores.meta",
-    "SpillNotFound": "spillstore._errors",
-    "SpillTools": "spillstore._tools.spill_tools",
-    "SpillWriter": "spillstore._stores.writer",
-    "SpillstoreError": "spillstore._errors",
-    "Store": "spillstore._stores.base",
-    "StoreError": "spillstore._errors",
-    "TextPart": "spillstore._content",
-    "ToolCall": "spillstore.loop",
-    "ToolResult": "spillstore._content",
-    "TruncationService": "spillstore._service.service",
-    "TurnGuard": "spillstore.loop",
-    "UnsafeStoreRoot": "spillstore._errors",
-    "arun_loop": "spillstore.loop",
-    "call_context": "spillstore._service.wrap",
-    "cap_content": "spillstore._core.cap",
-    "cap_result": "spillstore._core.cap",
-    "delegate_read": "spillstore._tools.spill_tools",
-    "elide_middle": "spillstore._core.cap",
-    "elision_marker": "spillstore._core.cap",
-    "head": "spillstore._core.utf8",
-    "parse_duration": "spillstore._settings",
-    "parse_size": "spillstore._settings",
-    "run_loop": "spillstore.loop",
-    "tail": "spillstore._core.utf8",
-    "utf8_size": "spillstore._core.utf8",
-    "wrap": "spillstore._service.wrap",
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "spillstore._service.service": ("TruncationService",),
+    "spillstore._service.accumulator": ("OutputAccumulator",),
+    "spillstore._service.wrap": ("wrap", "call_context"),
+    "spillstore._stores.base": ("Store",),
+    "spillstore._stores.backend": ("USE_STORE_DEFAULT",),
+    "spillstore._stores.writer": ("SpillWriter", "AsyncSpillWriter"),
+    "spillstore._stores.local": ("LocalStore",),
+    "spillstore._stores.memory": ("MemoryStore",),
+    "spillstore._stores.meta": ("SpillMeta",),
+    "spillstore._core.paging": ("LinePage",),
+    "spillstore._core.gc_plan": ("GcReport", "GcEntry"),
+    "spillstore._tools.spill_tools": ("SpillTools", "delegate_read"),
+    "spillstore._tools.args": ("ReadArgs", "GrepArgs", "ListArgs"),
+    "spillstore._settings": ("Settings", "parse_size", "parse_duration"),
+    "spillstore._errors": (
+        "SpillstoreError",
+        "ConfigError",
+        "UsageError",
+        "InvalidSpillId",
+        "PathOutsideStore",
+        "SpillNotFound",
+        "SpillExpired",
+        "RangeNotStored",
+        "StoreError",
+        "UnsafeStoreRoot",
+    ),
+    "spillstore._content": (
+        "ToolResult",
+        "Part",
+        "TextPart",
+        "MediaPart",
+        "EmbeddedText",
+        "ResourceLink",
+        "SpillInfo",
+    ),
 }
-"""Where each public name is defined."""
+"""The public names, by the module that defines them: the one list ``__all__`` comes from."""
+
+_MOVED: dict[str, tuple[str, ...]] = {
+    "spillstore.text": (
+        "head",
+        "tail",
+        "utf8_size",
+        "cap_result",
+        "cap_content",
+        "elide_middle",
+        "elision_marker",
+        "MIN_CAP_BYTES",
+        "PART_SEPARATOR",
+    ),
+    "spillstore.loop": (
+        "TurnGuard",
+        "run_loop",
+        "arun_loop",
+        "Message",
+        "ToolCall",
+        "ModelTurn",
+        "LoopResult",
+    ),
+}
+"""Names that left the front door, by their new public module (deprecated here)."""
+
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+_NEW_HOME = {name: module for module, names in _MOVED.items() for name in names}
+
+__all__ = list(_HOME)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    module = _HOME.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    new_home = _NEW_HOME.get(name)
+    if new_home is None:
         raise AttributeError(f"module 'spillstore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    warnings.warn(
+        f"spillstore.{name} moved: import it from {new_home} (the old path goes in the next"
+        " release)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(new_home), name)
 
 
 def __dir__() -> list[str]:

@@ -46,6 +46,8 @@ __all__ = [
     "MIN_RETENTION_BYTES",
     "POINTER_RESERVE_BYTES",
     "Settings",
+    "env_var_name",
+    "field_label",
     "parse_duration",
     "parse_size",
 ]
@@ -89,14 +91,14 @@ _DURATION_EXPECTED: Final = (
 )
 
 
-def _env_var(field: str) -> str:
+def env_var_name(field: str) -> str:
     """Return the environment variable that sets ``field``."""
     return f"{_ENV_PREFIX}{field.upper()}"
 
 
-def _label(field: str) -> str:
+def field_label(field: str) -> str:
     """Return how messages name a field: ``max_bytes (env SPILLSTORE_MAX_BYTES)``."""
-    return f"{field} (env {_env_var(field)})"
+    return f"{field} (env {env_var_name(field)})"
 
 
 def _size_error(value: object, *, allow_off: bool, hint: str | None = None) -> ConfigError:
@@ -265,7 +267,7 @@ def _config_errors() -> Iterator[None]:
                 f"  {text}" for text, _ in problems
             )
             field = problems[0][1]
-        env_var = _env_var(field) if field in Settings.model_fields else None
+        env_var = env_var_name(field) if field in Settings.model_fields else None
         raise ConfigError(message, field=field, env_var=env_var) from exc
 
 
@@ -281,14 +283,14 @@ def _describe(error: ErrorDetails) -> tuple[str, str | None]:
     if field not in Settings.model_fields:
         return f"{field}: unknown setting", field
     if isinstance(cause, ConfigError):
-        return f"{_label(field)}: {cause}", field
-    return f"{_label(field)}: {error['msg']}; got {error.get('input')!r}", field
+        return f"{field_label(field)}: {cause}", field
+    return f"{field_label(field)}: {error['msg']}; got {error.get('input')!r}", field
 
 
 def _check(condition: bool, field: str, message: str) -> None:
     """Raise a ``ConfigError`` on ``field`` with ``message`` unless ``condition`` holds."""
     if not condition:
-        raise ConfigError(message, field=field, env_var=_env_var(field))
+        raise ConfigError(message, field=field, env_var=env_var_name(field))
 
 
 class Settings(BaseSettings):
@@ -422,7 +424,7 @@ class Settings(BaseSettings):
             raise ConfigError(f"must be a path; got {value!r}")
         if not value.strip():
             raise ConfigError(
-                f"must be a non-empty path (unset {_env_var('dir')} to use the default "
+                f"must be a non-empty path (unset {env_var_name('dir')} to use the default "
                 f"cache directory); got {value!r}"
             )
         return Path(value)
@@ -444,36 +446,36 @@ class Settings(BaseSettings):
         _check(
             self.max_bytes >= MIN_BUDGET_BYTES,
             "max_bytes",
-            f"{_label('max_bytes')}: must be at least {MIN_BUDGET_BYTES} bytes so the "
+            f"{field_label('max_bytes')}: must be at least {MIN_BUDGET_BYTES} bytes so the "
             f"pointer notice fits; got {self.max_bytes}",
         )
         if self.max_line_bytes is not None:
             _check(
                 self.max_line_bytes >= MIN_MAX_LINE_BYTES,
                 "max_line_bytes",
-                f"{_label('max_line_bytes')}: must be at least {MIN_MAX_LINE_BYTES} bytes "
+                f"{field_label('max_line_bytes')}: must be at least {MIN_MAX_LINE_BYTES} bytes "
                 f'(or "off"); got {self.max_line_bytes}',
             )
         if self.retention_bytes is not None:
             _check(
                 self.retention_bytes >= MIN_RETENTION_BYTES,
                 "retention_bytes",
-                f"{_label('retention_bytes')}: must be at least {MIN_RETENTION_BYTES} "
+                f"{field_label('retention_bytes')}: must be at least {MIN_RETENTION_BYTES} "
                 f'bytes (or "off"); got {self.retention_bytes}',
             )
             _check(
                 self.retained_tail_bytes < self.retention_bytes,
                 "retained_tail_bytes",
-                f"{_label('retained_tail_bytes')}: must be less than "
-                f"{_label('retention_bytes')}; got {self.retained_tail_bytes} >= "
+                f"{field_label('retained_tail_bytes')}: must be less than "
+                f"{field_label('retention_bytes')}; got {self.retained_tail_bytes} >= "
                 f"{self.retention_bytes}",
             )
         needed = self.head_bytes + self.tail_bytes + POINTER_RESERVE_BYTES
         _check(
             needed <= self.max_bytes,
             "max_bytes",
-            f"{_label('head_bytes')} + {_label('tail_bytes')} + {POINTER_RESERVE_BYTES} "
-            f"bytes reserved for the pointer must fit in {_label('max_bytes')}; got "
+            f"{field_label('head_bytes')} + {field_label('tail_bytes')} + {POINTER_RESERVE_BYTES} "
+            f"bytes reserved for the pointer must fit in {field_label('max_bytes')}; got "
             f"{self.head_bytes} + {self.tail_bytes} + {POINTER_RESERVE_BYTES} = {needed} "
             f"> {self.max_bytes}",
         )

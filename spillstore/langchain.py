@@ -37,19 +37,19 @@ except ImportError as exc:  # pragma: no cover - the test environment has langch
         'spillstore.langchain needs LangChain: pip install "spillstore[langchain]"'
     ) from exc
 
-import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Final
 
-from langchain_core.callbacks import Callbacks
-from langchain_core.runnables import RunnableConfig
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import ConfigDict, PrivateAttr
 
 from spillstore._errors import ConfigError
+from spillstore._service.adapters import ToolCappers, spill_functions
+from spillstore._service.capper import Capper
+from spillstore._service.flow import Flow, adrive, drive
 from spillstore._service.service import TruncationService
-from spillstore._service.wrap import UNKNOWN_CALL_ID, Capper, ToolCappers, model_text
+from spillstore._service.wrap import UNKNOWN_CALL_ID
 from spillstore._tools.spill_tools import SpillTools
 
 __all__ = ["SpillMiddleware", "SpillTool", "spill_tools", "wrap_tool"]
@@ -67,41 +67,20 @@ def spill_tools(
             ``TruncationService()``); ignored when ``tools`` is given.
         tools: the spill tools to expose (their names are the tool names).
     """
-    if tools is None:
-        service = service if service is not None else TruncationService()
-        tools = service.spill_tools()
-    out: list[BaseTool] = []
-    for schema in tools.schemas("openai"):
-        function = schema["function"]
-        name = function["name"]
-        out.append(
-            StructuredTool.from_function(
-                func=_sync_spill(tools, name),
-                coroutine=_async_spill(tools, name),
-                name=name,
-                description=function["description"],
-                args_schema=function["parameters"],
-            )
+    return [
+        StructuredTool.from_function(
+            func=function.keywords(),
+            coroutine=function.akeywords(),
+            name=function.name,
+            description=function.description,
+            args_schema=function.parameters,
         )
-    return out
+        for function in spill_functions(service, tools=tools)
+    ]
 
 
 _spill_tool_list = spill_tools
 """The function under another name, for parameters called ``spill_tools``."""
-
-
-def _sync_spill(tools: SpillTools, name: str) -> Callable[..., str]:
-    def call(**arguments: Any) -> str:
-        return model_text(tools.call(name, arguments))
-
-    return call
-
-
-def _async_spill(tools: SpillTools, name: str) -> Callable[..., Awaitable[str]]:
-    async def call(**arguments: Any) -> str:
-        return model_text(await tools.acall(name, arguments))
-
-    return call
 
 
 # --------------------------------------------------------------------------- content
@@ -120,50 +99,29 @@ def _text_block(text: str) -> dict[str, str]:
     return {"type": _TEXT, _TEXT: text}
 
 
-def _cap_message(capper: Capper, message: ToolMessage, tool_name: str) -> ToolMessage:
+def _message_flow(capper: Capper, message: ToolMessage, tool_name: str) -> Flow[ToolMessage]:
+    """A tool message with its content capped: text as text, blocks as blocks."""
     content = message.content
     call_id = message.tool_call_id or UNKNOWN_CALL_ID
     name = message.name or tool_name
     if isinstance(content, str):
-        capped: Any = capper.cap_value(content, tool_name=name, tool_call_id=call_id)
+        capped: Any = yield from capper.value_flow(content, tool_name=name, tool_call_id=call_id)
         changed = capped is not content
     else:
-        capped = capper.cap_items(
+        capped = yield from capper.items_flow(
             content, text_of=_text_of, make_text=_text_block, tool_name=name, tool_call_id=call_id
         )
         changed = capped is not None
     return message.model_copy(update={"content": capped}) if changed else message
 
 
-async def _acap_message(capper: Capper, message: ToolMessage, tool_name: str) -> ToolMessage:
-    content = message.content
-    call_id = message.tool_call_id or UNKNOWN_CALL_ID
-    name = message.name or tool_name
-    if isinstance(content, str):
-        capped: Any = await capper.acap_value(content, tool_name=name, tool_call_id=call_id)
-        changed = capped is not content
-    else:
-        capped = await capper.acap_items(
-            content, text_of=_text_of, make_text=_text_block, tool_name=name, tool_call_id=call_id
-        )
-        changed = capped is not None
-    return message.model_copy(update={"content": capped}) if changed else message
-
-
-def _cap_output(capper: Capper, output: Any, tool_name: str) -> Any:
+def _output_flow(capper: Capper, output: Any, tool_name: str) -> Flow[Any]:
+    """A tool's output capped: a message by its call id, a raw value as ``wrap`` caps it."""
     if isinstance(output, ToolMessage):
-        return _cap_message(capper, output, tool_name)
+        return (yield from _message_flow(capper, output, tool_name))
     if isinstance(output, Command):
         return output
-    return capper.cap_value(output, tool_name=tool_name, tool_call_id=UNKNOWN_CALL_ID)
-
-
-async def _acap_output(capper: Capper, output: Any, tool_name: str) -> Any:
-    if isinstance(output, ToolMessage):
-        return await _acap_message(capper, output, tool_name)
-    if isinstance(output, Command):
-        return output
-    return await capper.acap_value(output, tool_name=tool_name, tool_call_id=UNKNOWN_CALL_ID)
+    return (yield from capper.value_flow(output, tool_name=tool_name, tool_call_id=UNKNOWN_CALL_ID))
 
 
 # --------------------------------------------------------------------------- middleware
@@ -202,8 +160,14 @@ class SpillMiddleware(AgentMiddleware):
         self.exempt = self._cappers.exempt
         self.tools = _spill_tool_list(tools=self.spill) if include_spill_tools else []
 
-    def _capper(self, request: ToolCallRequest) -> Capper | None:
-        return self._cappers.for_tool(request.tool_call["name"])
+    def _capping(
+        self, request: ToolCallRequest, result: ToolMessage | Command[Any]
+    ) -> Flow[ToolMessage | Command[Any]]:
+        name = request.tool_call["name"]
+        capper = self._cappers.for_tool(name)
+        if capper is None or not isinstance(result, ToolMessage):
+            return result
+        return (yield from _message_flow(capper, result, name))
 
     def wrap_tool_call(
         self,
@@ -211,11 +175,7 @@ class SpillMiddleware(AgentMiddleware):
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
         """Run the tool, then pass its ``ToolMessage`` through the service."""
-        result = handler(request)
-        capper = self._capper(request)
-        if capper is None or not isinstance(result, ToolMessage):
-            return result
-        return _cap_message(capper, result, request.tool_call["name"])
+        return drive(self._capping(request, handler(request)))
 
     async def awrap_tool_call(
         self,
@@ -223,11 +183,7 @@ class SpillMiddleware(AgentMiddleware):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async twin of :meth:`wrap_tool_call`."""
-        result = await handler(request)
-        capper = self._capper(request)
-        if capper is None or not isinstance(result, ToolMessage):
-            return result
-        return await _acap_message(capper, result, request.tool_call["name"])
+        return await adrive(self._capping(request, await handler(request)))
 
 
 # --------------------------------------------------------------------------- BaseTool wrapper
@@ -255,71 +211,14 @@ class SpillTool(BaseTool):
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("SpillTool.run delegates to the wrapped tool")  # pragma: no cover
 
-    def run(
-        self,
-        tool_input: str | dict[str, Any],
-        verbose: bool | None = None,
-        start_color: str | None = "green",
-        color: str | None = "green",
-        callbacks: Callbacks = None,
-        *,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        run_name: str | None = None,
-        run_id: uuid.UUID | None = None,
-        config: RunnableConfig | None = None,
-        tool_call_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Run the wrapped tool, then cap its output."""
-        output = self.wrapped.run(
-            tool_input,
-            verbose,
-            start_color,
-            color,
-            callbacks,
-            tags=tags,
-            metadata=metadata,
-            run_name=run_name,
-            run_id=run_id,
-            config=config,
-            tool_call_id=tool_call_id,
-            **kwargs,
-        )
-        return _cap_output(self._capper, output, self.name)
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the wrapped tool (with the same arguments), then cap its output."""
+        return drive(_output_flow(self._capper, self.wrapped.run(*args, **kwargs), self.name))
 
-    async def arun(
-        self,
-        tool_input: str | dict[str, Any],
-        verbose: bool | None = None,
-        start_color: str | None = "green",
-        color: str | None = "green",
-        callbacks: Callbacks = None,
-        *,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        run_name: str | None = None,
-        run_id: uuid.UUID | None = None,
-        config: RunnableConfig | None = None,
-        tool_call_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
+    async def arun(self, *args: Any, **kwargs: Any) -> Any:
         """Async twin of :meth:`run`."""
-        output = await self.wrapped.arun(
-            tool_input,
-            verbose,
-            start_color,
-            color,
-            callbacks,
-            tags=tags,
-            metadata=metadata,
-            run_name=run_name,
-            run_id=run_id,
-            config=config,
-            tool_call_id=tool_call_id,
-            **kwargs,
-        )
-        return await _acap_output(self._capper, output, self.name)
+        output = await self.wrapped.arun(*args, **kwargs)
+        return await adrive(_output_flow(self._capper, output, self.name))
 
 
 def wrap_tool(

@@ -35,18 +35,21 @@ from typing import Any, Final, Literal
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._errors import ConfigError
+from spillstore._service.capper import model_text, to_result
 from spillstore._service.service import TruncationService
-from spillstore._service.wrap import call_context, model_text, to_result
-from spillstore._settings import _env_var, _label
+from spillstore._service.wrap import call_context
+from spillstore._settings import env_var_name, field_label
 from spillstore._tools.spill_tools import SpillTools
 
 __all__ = [
     "MAX_TURNS_ENV",
     "UNSET",
+    "AsyncModel",
     "LoopResult",
     "Message",
     "ModelTurn",
     "StopReason",
+    "SyncModel",
     "ToolCall",
     "TurnGuard",
     "arun_loop",
@@ -55,7 +58,7 @@ __all__ = [
     "run_loop",
 ]
 
-MAX_TURNS_ENV: Final = _env_var("max_turns")
+MAX_TURNS_ENV: Final = env_var_name("max_turns")
 """The environment variable read when no ``max_turns`` argument is given."""
 
 StopReason = Literal["completed", "max_turns"]
@@ -77,7 +80,9 @@ UNSET: Final = _Unset()
 
 
 def _error(value: object, hint: str | None = None) -> ConfigError:
-    message = f"{_label('max_turns')}: {_EXPECTED}; got {value!r}" + (f" ({hint})" if hint else "")
+    message = f"{field_label('max_turns')}: {_EXPECTED}; got {value!r}" + (
+        f" ({hint})" if hint else ""
+    )
     return ConfigError(message, field="max_turns", env_var=MAX_TURNS_ENV)
 
 
@@ -320,15 +325,15 @@ def _failure(exc: Exception) -> ToolResult:
     return _error_result(f"error: {type(exc).__name__}: {exc}")
 
 
-def _start(
+def _start(  # noqa: PLR0917 - the two twins pass their arguments straight on
     prompt: str | Sequence[Message],
     tools: Mapping[str, Callable[..., Any]] | None,
-    *,
     max_turns: int | _Unset | None,
     guard: TurnGuard | None,
     follow_ups: MutableSequence[str] | None,
     service: TruncationService | None,
     spill_tools: SpillTools | None,
+    /,
 ) -> _Run:
     messages: list[Message] = (
         [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
@@ -379,15 +384,7 @@ def run_loop(
     Raises:
         ConfigError: an invalid ``max_turns``, or both ``max_turns`` and ``guard``.
     """
-    run = _start(
-        prompt,
-        tools,
-        max_turns=max_turns,
-        guard=guard,
-        follow_ups=follow_ups,
-        service=service,
-        spill_tools=spill_tools,
-    )
+    run = _start(prompt, tools, max_turns, guard, follow_ups, service, spill_tools)
     while True:
         turn = model(list(run.messages))
         run.record(turn)
@@ -410,15 +407,7 @@ async def arun_loop(
     spill_tools: SpillTools | None = None,
 ) -> LoopResult:
     """Async twin of :func:`run_loop`: the model and the tools may be sync or async."""
-    run = _start(
-        prompt,
-        tools,
-        max_turns=max_turns,
-        guard=guard,
-        follow_ups=follow_ups,
-        service=service,
-        spill_tools=spill_tools,
-    )
+    run = _start(prompt, tools, max_turns, guard, follow_ups, service, spill_tools)
     while True:
         answer = model(list(run.messages))
         turn = await answer if inspect.isawaitable(answer) else answer

@@ -50,8 +50,10 @@ from agents.tool import ToolOutputFileContent, ToolOutputImage, ValidToolOutputP
 from agents.tool_context import ToolContext
 
 from spillstore._errors import ConfigError
+from spillstore._service.adapters import SpillFunction, spill_functions
+from spillstore._service.capper import Capper
+from spillstore._service.flow import Flow, adrive
 from spillstore._service.service import TruncationService
-from spillstore._service.wrap import Capper, model_text
 from spillstore._tools.spill_tools import SpillTools
 
 __all__ = ["spill_tools", "wrap_tool", "wrap_tools"]
@@ -105,7 +107,7 @@ def wrap_tool(
         if typed:
             return output
         name = getattr(ctx, "tool_name", None) or tool.name
-        return await _cap_output(capper, output, tool_name=name, tool_call_id=ctx.tool_call_id)
+        return await adrive(_output_flow(capper, output, name, ctx.tool_call_id))
 
     setattr(on_invoke_tool, _MARKER, _Wrapped(inner, capper))
     wrapped.on_invoke_tool = on_invoke_tool
@@ -158,17 +160,13 @@ def spill_tools(
             ``TruncationService()``); ignored when ``tools`` is given.
         tools: the spill tools to expose (their names are the tool names).
     """
-    if tools is None:
-        service = service if service is not None else TruncationService()
-        tools = service.spill_tools()
     out: list[FunctionTool] = []
-    for schema in tools.schemas("openai"):
-        function = schema["function"]
+    for function in spill_functions(service, tools=tools):
         tool = FunctionTool(
-            name=function["name"],
-            description=function["description"],
-            params_json_schema=function["parameters"],
-            on_invoke_tool=_spill_invoker(tools, function["name"]),
+            name=function.name,
+            description=function.description,
+            params_json_schema=function.parameters,
+            on_invoke_tool=_spill_invoker(function),
             strict_json_schema=False,
         )
         setattr(tool, _SPILL_TOOL, True)
@@ -176,9 +174,9 @@ def spill_tools(
     return out
 
 
-def _spill_invoker(tools: SpillTools, name: str) -> Invoker:
+def _spill_invoker(function: SpillFunction) -> Invoker:
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
-        return model_text(await tools.acall(name, arguments or None))
+        return await function.acall(arguments or None)
 
     return invoke
 
@@ -207,17 +205,19 @@ def _make_text(text: str) -> ToolOutputText:
     return ToolOutputText(text=text)
 
 
-async def _cap_output(capper: Capper, output: Any, *, tool_name: str, tool_call_id: str) -> Any:
+def _output_flow(capper: Capper, output: Any, tool_name: str, tool_call_id: str) -> Flow[Any]:
     """Cap one tool output, keeping the shape the SDK understands (see the module)."""
     if isinstance(output, str):
-        return await capper.acap_value(output, tool_name=tool_name, tool_call_id=tool_call_id)
+        return (
+            yield from capper.value_flow(output, tool_name=tool_name, tool_call_id=tool_call_id)
+        )
     items: list[Any] | None = None
     if isinstance(output, list | tuple) and output and all(_structured(i) for i in output):
         items = list(output)
     elif _structured(output) is not None:
         items = [output]
     if items is not None:
-        capped = await capper.acap_items(
+        capped = yield from capper.items_flow(
             items,
             text_of=_text_of,
             make_text=_make_text,
@@ -226,5 +226,6 @@ async def _cap_output(capper: Capper, output: Any, *, tool_name: str, tool_call_
         )
         return output if capped is None else capped
     text = str(output)
-    capped_text = await capper.acap_value(text, tool_name=tool_name, tool_call_id=tool_call_id)
-    return output if capped_text is text else capped_text
+    return (
+        yield from capper.text_flow(output, text, tool_name=tool_name, tool_call_id=tool_call_id)
+    )

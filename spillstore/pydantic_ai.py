@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - the test environment has pydant
     ) from exc
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +45,10 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ToolCallPart, ToolReturn, is_multi_modal_content, tool_return_ta
 from pydantic_ai.tools import ToolDefinition
 
+from spillstore._service.adapters import ToolCappers, spill_functions
+from spillstore._service.capper import Capper
+from spillstore._service.flow import Flow, adrive
 from spillstore._service.service import TruncationService
-from spillstore._service.wrap import Capper, ToolCappers, model_text
 from spillstore._tools.spill_tools import SpillTools
 
 __all__ = ["SpillCapability", "spill_toolset"]
@@ -54,26 +56,17 @@ __all__ = ["SpillCapability", "spill_toolset"]
 
 def spill_toolset(tools: SpillTools) -> FunctionToolset[Any]:
     """Read, Grep and List as a pydantic-ai toolset (schemas from spillstore's models)."""
-    built: list[Tool[Any]] = []
-    for schema in tools.schemas("openai"):
-        function = schema["function"]
-        built.append(
+    return FunctionToolset(
+        [
             Tool.from_schema(
-                _spill_function(tools, function["name"]),
-                name=function["name"],
-                description=function["description"],
-                json_schema=function["parameters"],
+                function.akeywords(),
+                name=function.name,
+                description=function.description,
+                json_schema=function.parameters,
             )
-        )
-    return FunctionToolset(built)
-
-
-def _spill_function(tools: SpillTools, name: str) -> Callable[..., Awaitable[str]]:
-    async def call(**arguments: Any) -> str:
-        return model_text(await tools.acall(name, arguments))
-
-    call.__name__ = name
-    return call
+            for function in spill_functions(tools=tools)
+        ]
+    )
 
 
 @dataclass(init=False)
@@ -138,9 +131,7 @@ class SpillCapability(AbstractCapability[Any]):
         capper = self._cappers.for_tool(call.tool_name)
         if capper is None:
             return result
-        return await _cap_value(
-            capper, result, tool_name=call.tool_name, tool_call_id=call.tool_call_id
-        )
+        return await adrive(_value_flow(capper, result, call.tool_name, call.tool_call_id))
 
 
 def _json_text(value: Any) -> str:
@@ -152,16 +143,15 @@ def _json_text(value: Any) -> str:
     return dumped.decode()
 
 
-async def _cap_value(capper: Capper, value: Any, *, tool_name: str, tool_call_id: str) -> Any:
+def _value_flow(capper: Capper, value: Any, tool_name: str, tool_call_id: str) -> Flow[Any]:
+    """Cap a tool's return value where the model would see text (see the module)."""
     if isinstance(value, ToolReturn):
-        inner = await _cap_value(
-            capper, value.return_value, tool_name=tool_name, tool_call_id=tool_call_id
-        )
+        inner = yield from _value_flow(capper, value.return_value, tool_name, tool_call_id)
         return (
             value if inner is value.return_value else dataclasses.replace(value, return_value=inner)
         )
     if isinstance(value, str):
-        return await capper.acap_value(value, tool_name=tool_name, tool_call_id=tool_call_id)
+        return (yield from capper.value_flow(value, tool_name=tool_name, tool_call_id=tool_call_id))
     if value is None or is_multi_modal_content(value):
         return value
     if isinstance(value, list | tuple):
@@ -172,7 +162,7 @@ async def _cap_value(capper: Capper, value: Any, *, tool_name: str, tool_call_id
         if files:  # pydantic-ai sends the data without the files (one item unwrapped)
             shown = data[0] if len(data) == 1 else data
             text = shown if isinstance(shown, str) else _json_text(shown)
-            capped = await capper.acap_items(
+            capped = yield from capper.items_flow(
                 [text, *files],
                 text_of=lambda item: item if isinstance(item, str) else None,
                 make_text=str,
@@ -181,5 +171,6 @@ async def _cap_value(capper: Capper, value: Any, *, tool_name: str, tool_call_id
             )
             return value if capped is None else capped
     text = _json_text(value)
-    capped_text = await capper.acap_value(text, tool_name=tool_name, tool_call_id=tool_call_id)
-    return value if capped_text is text else capped_text
+    return (
+        yield from capper.text_flow(value, text, tool_name=tool_name, tool_call_id=tool_call_id)
+    )

@@ -1,5 +1,5 @@
 """``python -m spillstore._cli``: the same as the ``spillstore`` command."""
 
-from spillstore._cli.app import main
+from spillstore._cli import main
 
 main()

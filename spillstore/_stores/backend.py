@@ -8,7 +8,8 @@ them (a cross-process cleaner lock, leftovers of dead writers, housekeeping afte
 ``gc``, spill paths, adopting a file without a copy). Every public operation is built
 on these, once, in the layers above, each a subclass of the one before::
 
-    Backend        the primitives and hooks, the store's defaults, the index cache (here)
+    Backend        the primitives and hooks, the store's defaults (and USE_STORE_DEFAULT),
+                   the line-index cache (here)
     CleanupOps     delete, clean and gc (cleanup.py)
     Store          writer, put, adopt, stat, list, the reads, resolve (base.py)
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import abc
 import builtins
 import contextlib
+import enum
 import logging
 import mmap
 import threading
@@ -36,15 +38,18 @@ from spillstore._core.index import (
 from spillstore._core.paging import ReadFn, physical
 from spillstore._errors import PathOutsideStore, StoreError
 from spillstore._stores.meta import SpillMeta
-from spillstore._stores.writer import Sink
+from spillstore._stores.writer import Sink, SpillWriter
 
 __all__ = [
     "INDEX_CACHE_SIZE",
+    "USE_STORE_DEFAULT",
     "Backend",
     "BytesReader",
     "DataReader",
     "MappedReader",
+    "Retention",
     "StoreOptions",
+    "UseStoreDefault",
 ]
 
 logger = logging.getLogger("spillstore")
@@ -106,6 +111,18 @@ class BytesReader(DataReader):
 
     def buffer(self) -> bytes:
         return self._data
+
+
+class UseStoreDefault(enum.Enum):
+    """Sentinel type: "not passed, use the store's default" (None means *off*)."""
+
+    default = "USE_STORE_DEFAULT"
+
+
+USE_STORE_DEFAULT: Final = UseStoreDefault.default
+"""Pass (or leave) this to use the store's configured retention."""
+
+Retention = int | None | UseStoreDefault
 
 
 class StoreOptions(TypedDict, total=False):
@@ -217,6 +234,43 @@ class Backend(abc.ABC):
         retention cut, so a store takes in place only files within ``retention_bytes``.
         """
         return None
+
+    # ----------------------------------------------------------------- defaults
+
+    def _retention(
+        self, retention_bytes: Retention, retained_tail_bytes: int | UseStoreDefault
+    ) -> tuple[int | None, int]:
+        """Resolve a call's cap and tail against the store's defaults, and check them.
+
+        A default tail never exceeds the cap it is used with.
+        """
+        cap = (
+            self._retention_bytes
+            if isinstance(retention_bytes, UseStoreDefault)
+            else retention_bytes
+        )
+        if isinstance(retained_tail_bytes, UseStoreDefault):
+            tail = self._retained_tail_bytes if cap is None else min(self._retained_tail_bytes, cap)
+        else:
+            tail = retained_tail_bytes
+        validate_retention(cap, tail)
+        return cap, tail
+
+    def _spill_writer(
+        self, sink: Sink, names: tuple[str, str, str], cap: int | None, tail: int
+    ) -> SpillWriter:
+        """A writer into ``sink``; ``names`` are the session, tool name and call id."""
+        session, tool_name, tool_call_id = names
+        return SpillWriter(
+            sink,
+            session=session,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            retention_bytes=cap,
+            retained_tail_bytes=tail,
+            created_at=self._clock,
+            on_commit=self._remember_index,
+        )
 
     # ----------------------------------------------------------------- line indexes
 

@@ -11,24 +11,21 @@ Each async twin sits right after its sync method and runs it in a worker thread 
 :func:`~spillstore._twins.in_thread`: one hop per operation, no second implementation
 (house-style 3). anyio's threads were chosen over aiofiles because ``aiofiles.os`` breaks
 under pyfakefs while ``anyio.to_thread`` does not, and anyio already comes with ``mcp``.
-An async twin takes its sync method's keywords as one typed ``**options`` (a
-``TypedDict`` below): the defaults live once, on the sync method, and mypy checks that
-the two agree.
+A twin repeats its sync method's signature exactly: callers pass both to one
+ParamSpec-typed request (``_service.flow.call``), so mypy checks that they agree.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
-import enum
 import logging
 import os
 from collections.abc import AsyncIterable, Iterable, Iterator, Sequence
-from typing import Final, NotRequired, TypedDict, Unpack
 
 from spillstore._core.checks import check_int
 from spillstore._core.ids import is_spill_id, validate_session, validate_spill_id
-from spillstore._core.index import LineIndex, validate_retention
+from spillstore._core.index import LineIndex
 from spillstore._core.paging import (
     LinePage,
     empty_page,
@@ -43,51 +40,15 @@ from spillstore._errors import (
     PathOutsideStore,
     SpillstoreError,
 )
+from spillstore._stores.backend import USE_STORE_DEFAULT, Retention, UseStoreDefault
 from spillstore._stores.cleanup import CleanupOps
 from spillstore._stores.meta import SpillMeta
-from spillstore._stores.writer import AsyncSpillWriter, Sink, SpillWriter, copy_fd, copy_file
+from spillstore._stores.writer import AsyncSpillWriter, SpillWriter, copy_fd, copy_file
 from spillstore._twins import in_thread
 
-__all__ = [
-    "USE_STORE_DEFAULT",
-    "AdoptOptions",
-    "Retention",
-    "Store",
-    "UseStoreDefault",
-    "WriterOptions",
-]
-
-
-class UseStoreDefault(enum.Enum):
-    """Sentinel type: "not passed, use the store's default" (None means *off*)."""
-
-    default = "USE_STORE_DEFAULT"
-
-
-USE_STORE_DEFAULT: Final = UseStoreDefault.default
-"""Pass (or leave) this to use the store's configured retention."""
-
-Retention = int | None | UseStoreDefault
+__all__ = ["Store"]
 
 logger = logging.getLogger("spillstore")
-
-
-class WriterOptions(TypedDict):
-    """The keywords of :meth:`Store.writer` (and of ``awriter`` and ``aput``)."""
-
-    session: str
-    tool_name: str
-    tool_call_id: str
-    retention_bytes: NotRequired[Retention]
-    retained_tail_bytes: NotRequired[int | UseStoreDefault]
-
-
-class AdoptOptions(WriterOptions, total=False):
-    """The keywords of :meth:`Store.adopt` (and of ``aadopt``)."""
-
-    suffix: str | None
-    media_notes: Sequence[str]
-    move: bool
 
 
 class Store(CleanupOps):
@@ -103,23 +64,6 @@ class Store(CleanupOps):
         retention_bytes: default retention cap (None: store everything).
         retained_tail_bytes: default tail kept when an output exceeds the cap.
     """
-
-    # ----------------------------------------------------------------- helpers
-
-    def _retention(
-        self, retention_bytes: Retention, retained_tail_bytes: int | UseStoreDefault
-    ) -> tuple[int | None, int]:
-        cap = (
-            self._retention_bytes
-            if isinstance(retention_bytes, UseStoreDefault)
-            else retention_bytes
-        )
-        if isinstance(retained_tail_bytes, UseStoreDefault):
-            tail = self._retained_tail_bytes if cap is None else min(self._retained_tail_bytes, cap)
-        else:
-            tail = retained_tail_bytes
-        validate_retention(cap, tail)
-        return cap, tail
 
     # ----------------------------------------------------------------- writing
 
@@ -157,25 +101,25 @@ class Store(CleanupOps):
             self._create(session), (session, tool_name, tool_call_id), cap, tail
         )
 
-    def _spill_writer(
-        self, sink: Sink, names: tuple[str, str, str], cap: int | None, tail: int
-    ) -> SpillWriter:
-        """A writer into ``sink``; ``names`` are the session, tool name and call id."""
-        session, tool_name, tool_call_id = names
-        return SpillWriter(
-            sink,
-            session=session,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-            retention_bytes=cap,
-            retained_tail_bytes=tail,
-            created_at=self._clock,
-            on_commit=self._remember_index,
-        )
-
-    def awriter(self, **options: Unpack[WriterOptions]) -> AsyncSpillWriter:
+    def awriter(
+        self,
+        *,
+        session: str,
+        tool_name: str,
+        tool_call_id: str,
+        retention_bytes: Retention = USE_STORE_DEFAULT,
+        retained_tail_bytes: int | UseStoreDefault = USE_STORE_DEFAULT,
+    ) -> AsyncSpillWriter:
         """Async twin of :meth:`writer` (starting a spill does no blocking I/O)."""
-        return AsyncSpillWriter(self.writer(**options))
+        return AsyncSpillWriter(
+            self.writer(
+                session=session,
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                retention_bytes=retention_bytes,
+                retained_tail_bytes=retained_tail_bytes,
+            )
+        )
 
     def put(
         self,
@@ -221,16 +165,33 @@ class Store(CleanupOps):
         | Iterable[bytes | str]
         | AsyncIterable[bytes | str],
         *,
+        session: str,
+        tool_name: str,
+        tool_call_id: str,
         suffix: str | None = None,
         media_notes: Sequence[str] = (),
-        **options: Unpack[WriterOptions],
+        retention_bytes: Retention = USE_STORE_DEFAULT,
+        retained_tail_bytes: int | UseStoreDefault = USE_STORE_DEFAULT,
     ) -> SpillMeta:
         """Async twin of :meth:`put`; also takes an async iterable of chunks."""
         if not isinstance(data, AsyncIterable):
             return await in_thread(self.put)(
-                data, suffix=suffix, media_notes=media_notes, **options
+                data,
+                session=session,
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                suffix=suffix,
+                media_notes=media_notes,
+                retention_bytes=retention_bytes,
+                retained_tail_bytes=retained_tail_bytes,
             )
-        async with self.awriter(**options) as w:
+        async with self.awriter(
+            session=session,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            retention_bytes=retention_bytes,
+            retained_tail_bytes=retained_tail_bytes,
+        ) as w:
             async for chunk in data:
                 await w.write(chunk)
             return await w.commit(suffix=suffix, media_notes=media_notes)
@@ -288,10 +249,30 @@ class Store(CleanupOps):
         return meta
 
     async def aadopt(
-        self, path: str | os.PathLike[str], **options: Unpack[AdoptOptions]
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session: str,
+        tool_name: str,
+        tool_call_id: str,
+        suffix: str | None = None,
+        media_notes: Sequence[str] = (),
+        retention_bytes: Retention = USE_STORE_DEFAULT,
+        retained_tail_bytes: int | UseStoreDefault = USE_STORE_DEFAULT,
+        move: bool = False,
     ) -> SpillMeta:
         """Async twin of :meth:`adopt`."""
-        return await in_thread(self.adopt)(path, **options)
+        return await in_thread(self.adopt)(
+            path,
+            session=session,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            suffix=suffix,
+            media_notes=media_notes,
+            retention_bytes=retention_bytes,
+            retained_tail_bytes=retained_tail_bytes,
+            move=move,
+        )
 
     # ----------------------------------------------------------------- reading
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-from typing import TypedDict, Unpack
 
 from spillstore._core.gc_plan import (
     DEFAULT_GRACE_SECONDS,
@@ -28,20 +27,9 @@ from spillstore._stores.backend import Backend
 from spillstore._stores.meta import SpillMeta
 from spillstore._twins import in_thread
 
-__all__ = ["CleanupOps", "GcOptions"]
+__all__ = ["CleanupOps"]
 
 logger = logging.getLogger("spillstore")
-
-
-class GcOptions(TypedDict, total=False):
-    """The keywords of :meth:`Store.gc` (and so of its async twin)."""
-
-    max_age: float | None
-    max_total_bytes: int | None
-    max_files: int | None
-    dry_run: bool
-    now: float | None
-    grace: float
 
 
 class CleanupOps(Backend):
@@ -163,9 +151,25 @@ class CleanupOps(Backend):
         )
         return report
 
-    async def agc(self, **options: Unpack[GcOptions]) -> GcReport:
+    async def agc(
+        self,
+        *,
+        max_age: float | None = None,
+        max_total_bytes: int | None = None,
+        max_files: int | None = None,
+        dry_run: bool = False,
+        now: float | None = None,
+        grace: float = DEFAULT_GRACE_SECONDS,
+    ) -> GcReport:
         """Async twin of :meth:`gc`."""
-        return await in_thread(self.gc)(**options)
+        return await in_thread(self.gc)(
+            max_age=max_age,
+            max_total_bytes=max_total_bytes,
+            max_files=max_files,
+            dry_run=dry_run,
+            now=now,
+            grace=grace,
+        )
 
 
 def _entry(meta: SpillMeta, reason: GcReason) -> GcEntry:

@@ -1,7 +1,5 @@
-"""``python -m spillstore.mcp``: the spill server and the capping proxy."""
+"""``python -m spillstore.mcp``: the spill server and the capping proxy (``spillstore mcp``)."""
 
-import sys
+from spillstore._cli.mcp import main
 
-from spillstore.mcp import main
-
-sys.exit(main())
+main()

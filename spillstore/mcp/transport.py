@@ -32,7 +32,6 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from types import TracebackType
 from typing import IO, Any, Final
 
 import anyio
@@ -275,12 +274,7 @@ class StdioTransport:
         self._tg.start_soon(self._writer, process, write_recv, read_send)
         return read_recv, write_send
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         assert self._tg is not None and self._process is not None
         try:
             with anyio.CancelScope(shield=True):

@@ -462,6 +462,27 @@ def test_ls_and_show_json_schema(store: Path) -> None:
     assert f"spill    {spill['spill_id']}\n" in text and "sha256   " in text
 
 
+def test_ls_prints_a_table_with_sizes_right_aligned(store: Path) -> None:
+    """ls without --json: a header, one row per spill, the BYTES column right-aligned."""
+    run_python(store, "print('a' * 70_000)")
+    run_python(store, "print('b' * 700_000)")
+    lines = cli(store, "ls").stdout.decode().splitlines()
+    assert lines[0].split() == [
+        "SPILL",
+        "SESSION",
+        "TOOL",
+        "BYTES",
+        "LINES",
+        "SAVED",
+        "CREATED",
+        "(UTC)",
+    ]
+    assert len(lines) == 3 and all(line == line.rstrip() for line in lines)
+    sizes = ["BYTES", "70,001", "700,001"]  # oldest first
+    ends = {line.index(size) + len(size) for line, size in zip(lines, sizes, strict=True)}
+    assert len(ends) == 1
+
+
 # --------------------------------------------------------------------------- gc / clean
 
 

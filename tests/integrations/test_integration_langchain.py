@@ -17,8 +17,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 
-from spillstore import ConfigError, MemoryStore, TruncationService, utf8_size
+from spillstore import ConfigError, MemoryStore, TruncationService
 from spillstore.langchain import SpillMiddleware, SpillTool, spill_tools, wrap_tool
+from spillstore.text import utf8_size
 
 BIG = "".join(f"{i:06d} | GET /api/items/{i % 500} 200 {i % 89}ms\n" for i in range(90_000))
 """About 3.4 MB of access log."""

@@ -26,8 +26,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from spillstore import MemoryStore, TruncationService, utf8_size
+from spillstore import MemoryStore, TruncationService
 from spillstore.pydantic_ai import SpillCapability
+from spillstore.text import utf8_size
 
 BIG = "".join(
     f"event {i}: user={i % 1000} action=click target=#btn-{i % 37}\n" for i in range(70_000)

@@ -456,7 +456,7 @@ async def test_proxy_that_cannot_start_its_upstream_says_so() -> None:
 
 def test_command_line_needs_exactly_one_upstream(capsys: pytest.CaptureFixture[str]) -> None:
     """``proxy`` without ``-- CMD`` (or with both CMD and --url) is a usage error, exit 2."""
-    from spillstore.mcp import main
+    from spillstore._cli.mcp import main
 
     for argv in (["proxy"], ["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "x"]):
         with pytest.raises(SystemExit) as exited:
@@ -477,3 +477,16 @@ def test_proxy_refuses_bad_arguments() -> None:
         SpillProxy(RAW, call_timeout=0)
     with pytest.raises(ConfigError, match="max_restarts"):
         SpillProxy(RAW, max_restarts=-1)
+
+
+def test_proxy_used_before_it_is_entered_raises_usage_error() -> None:
+    """The server and the spill tools exist only inside ``async with``: UsageError before."""
+    from spillstore import SpillstoreError
+    from spillstore._errors import UsageError
+
+    proxy = SpillProxy(RAW)
+    for attribute in ("server", "spill_tools"):
+        with pytest.raises(UsageError, match="enter the proxy") as raised:
+            getattr(proxy, attribute)
+        assert isinstance(raised.value, SpillstoreError)
+        assert isinstance(raised.value, RuntimeError)

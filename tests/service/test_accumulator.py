@@ -8,7 +8,7 @@ import pytest
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
-from spillstore._errors import StoreError
+from spillstore._errors import StoreError, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.memory import MemoryStore
@@ -127,10 +127,10 @@ def test_store_failure_mid_stream_gives_bounded_preview(monkeypatch: pytest.Monk
 
 
 def test_finished_accumulator_refuses_more() -> None:
-    """Writing after ok() is a developer error and raises."""
+    """Writing after ok() is a developer error and raises UsageError."""
     acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
     acc.ok()
-    with pytest.raises(RuntimeError, match="finished"):
+    with pytest.raises(UsageError, match="finished"):
         acc.write("late")
 
 

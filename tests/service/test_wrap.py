@@ -18,9 +18,9 @@ from spillstore import (
     TextPart,
     ToolResult,
     TruncationService,
-    utf8_size,
 )
 from spillstore._service.wrap import UNKNOWN_CALL_ID, call_context, current_call_id, wrap
+from spillstore.text import utf8_size
 
 BIG = "".join(f"{i:07d} log line with some words in it\n" for i in range(80_000))
 """About 3 MB of text: far over the default 50,000-byte budget."""

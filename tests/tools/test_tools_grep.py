@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import time
 
@@ -15,7 +16,8 @@ from spillstore._core.index import LineIndex
 from spillstore._errors import RequestRefused
 from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
-from spillstore._tools.regex import Haystack, compile_pattern, iter_hits, required_literal
+from spillstore._tools.regex import compile_pattern, required_literal
+from spillstore._tools.scan import Haystack, iter_hits
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools
 
 pytest_plugins = ["tests.stores.store_fixtures"]
@@ -23,6 +25,7 @@ pytest_plugins = ["tests.stores.store_fixtures"]
 SESSION = "default"
 _HIT = re.compile(r"^(?:([a-z0-9_]+-[0-9a-f]{20}):)?(\d+):(.*)$", re.DOTALL)
 _MORE = re.compile(r"^-- more results: call grep_spill\((.*), offset=(\d+)\) --$")
+_ARGUMENT = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^,]+)')
 
 
 def put(store: Store, data: bytes | str, *, session: str = SESSION, tool: str = "bash") -> str:
@@ -196,6 +199,26 @@ def test_head_limit_and_offset_page_through_every_hit(store: Store) -> None:
         offset = int(found.group(2))
         assert offset == len(seen)
     assert seen == expected
+
+
+def test_more_results_hint_names_every_argument_not_at_its_default(store: Store) -> None:
+    """The hint repeats each argument that differs from its default, and works as a call."""
+    spill = put(store, "".join(f"line {i} Timeout\n" for i in range(300)))
+    tools = SpillTools(store)
+    text = text_of(
+        tools.grep(
+            "timeout", spill, ignore_case=True, context=1, after=0, head_limit=5, literal=True
+        )
+    )
+    footer = text.rsplit("\n", 1)[1]
+    assert footer == (
+        f'-- more results: call grep_spill(pattern="timeout", spill="{spill}", '
+        "ignore_case=true, context=1, after=0, head_limit=5, literal=true, offset=5) --"
+    )
+    call = footer.removeprefix("-- more results: call grep_spill(").removesuffix(") --")
+    arguments = {key: json.loads(value) for key, value in _ARGUMENT.findall(call)}
+    following = text_of(tools.call("grep_spill", arguments))
+    assert following.split("\n", 1)[0].endswith("matching lines 6-10 (more below)")
 
 
 def test_unlimited_head_limit_is_still_bounded_by_the_page(store: Store) -> None:

@@ -264,6 +264,36 @@ def test_invalid_utf8_is_shown_with_replacement_and_said(store: Store) -> None:
     assert len(raw.encode()) <= MIN_PAGE_BYTES
 
 
+_not_utf8 = st.lists(
+    st.sampled_from(
+        [b"\x80", b"\xbf", b"\xff", b"\xe2\x82", "€".encode(), "😀".encode(), b"a", b"\n"]
+    ),
+    min_size=1,
+    max_size=30,
+).map(b"".join)
+
+
+@settings(max_examples=150)
+@given(data=_not_utf8, max_bytes=st.integers(4, 8))
+def test_byte_pages_over_invalid_utf8_always_move_forward(data: bytes, max_bytes: int) -> None:
+    """Following byte-mode hints over bytes that are not UTF-8 shows bytes on every page."""
+    spill = put(_MEMORY, data)
+    tools = SpillTools(_MEMORY)
+    offset = 0
+    for _ in range(len(data) + 1):
+        text = text_of(tools.read(spill, byte_offset=offset, max_bytes=max_bytes))
+        start, end, _ = (int(g) for g in _BYTES.search(text.split("\n", 1)[0]).groups())  # type: ignore[union-attr]
+        footer = text.rsplit("\n", 1)[1]
+        if footer == "end of output":
+            break
+        assert end > start, text
+        found = _NEXT_BYTE.search(footer)
+        assert found, text
+        offset = int(found.group(1))
+    else:
+        pytest.fail(f"no end of output after {len(data) + 1} pages")
+
+
 # --------------------------------------------------------------------------- the gap
 
 
@@ -537,7 +567,7 @@ def test_call_unknown_tool_is_an_error_result() -> None:
 
 
 def test_schemas_in_both_shapes_with_configured_names() -> None:
-    """Schemas come in the OpenAI and Anthropic shapes, with configurable names."""
+    """Schemas come in the OpenAI and Anthropic shapes, with configurable names that calls use."""
     tools = SpillTools(MemoryStore(), read_name="Read", grep_name="Grep", list_name="List")
     openai = tools.schemas("openai")
     anthropic = tools.schemas("anthropic")
@@ -559,7 +589,14 @@ def test_schemas_in_both_shapes_with_configured_names() -> None:
     assert grep["properties"]["output_mode"]["enum"] == ["content", "spills", "count"]
     with pytest.raises(ConfigError):
         tools.schemas("gemini")  # type: ignore[arg-type]
-    assert "Read" in text_of(tools.call("Read", {"spill": "x"})) or True
+    read_result = tools.call("Read", {"spill": "x"})
+    assert read_result.is_error
+    assert text_of(read_result) == (
+        '"x" is not a spill id or a spill path; call List to see the spills'
+    )
+    assert text_of(tools.call("read_spill", {"spill": "x"})) == (
+        'unknown tool "read_spill"; the spill tools are Read, Grep, List'
+    )
 
 
 def test_results_are_spill_exempt_and_default_cap_is_under_budget(store: Store) -> None:

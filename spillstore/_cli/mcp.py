@@ -1,0 +1,134 @@
+"""``spillstore mcp serve|proxy`` (also ``python -m spillstore.mcp``): the MCP command line.
+
+``serve`` runs the spill server (:func:`spillstore.mcp.serve`), ``proxy`` puts any MCP
+server behind the cap (:func:`spillstore.mcp.run_proxy`). Both speak MCP on stdout and
+log to stderr only. ``--dir`` and ``--session`` are the global options: given after
+``serve``/``proxy``, or before ``mcp`` on the ``spillstore`` command line.
+
+This module imports the MCP SDK; the root command line loads it only when ``mcp`` runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+
+from spillstore._cli.errors import EXIT_USAGE, fail, run_app
+from spillstore._cli.options import (
+    BudgetOption,
+    CommandArgument,
+    command_app,
+    global_options,
+    optional,
+    takes_global_options,
+)
+from spillstore.mcp import run_proxy, serve
+from spillstore.mcp.proxy import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_PREFIX,
+    SPILL_TOOL_NAMES,
+)
+
+__all__ = ["app", "main"]
+
+app = command_app(name="mcp")
+
+
+@app.callback()
+def _mcp(
+    verbose: Annotated[
+        int,
+        optional("--verbose", "-v", count=True, help="Log more (stderr)."),
+    ] = 0,
+) -> None:
+    """spillstore MCP tools: a spill server, and a capping proxy."""
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(verbose, 2),
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+
+
+@app.command("serve")
+@takes_global_options("dir", "session")
+def serve_command(
+    ctx: typer.Context,
+    *,
+    read_name: Annotated[
+        str, typer.Option("--read-name", metavar="NAME", help="Name of the Read tool.")
+    ] = SPILL_TOOL_NAMES[0],
+    grep_name: Annotated[
+        str, typer.Option("--grep-name", metavar="NAME", help="Name of the Grep tool.")
+    ] = SPILL_TOOL_NAMES[1],
+    list_name: Annotated[
+        str, typer.Option("--list-name", metavar="NAME", help="Name of the List tool.")
+    ] = SPILL_TOOL_NAMES[2],
+    cross_session: Annotated[
+        bool, typer.Option("--cross-session", help="Allow reading other sessions' spills.")
+    ] = False,
+) -> None:
+    """Serve read_spill/grep_spill/list_spills over stdio."""
+    given = global_options(ctx)
+    serve(
+        dir=given.dir,
+        session=given.session,
+        read_name=read_name,
+        grep_name=grep_name,
+        list_name=list_name,
+        cross_session=cross_session,
+    )
+
+
+@app.command(
+    "proxy",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+@takes_global_options("dir", "session")
+def proxy_command(
+    ctx: typer.Context,
+    *,
+    upstream: CommandArgument = None,
+    max_bytes: BudgetOption = None,
+    url: Annotated[
+        str | None,
+        optional("--url", metavar="URL", help="A streamable-HTTP upstream instead of CMD."),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", metavar="SECONDS", help="Seconds an upstream tool call may take."
+        ),
+    ] = DEFAULT_CALL_TIMEOUT,
+    max_restarts: Annotated[
+        int, typer.Option("--max-restarts", metavar="N", help="Restarts of a crashed upstream.")
+    ] = DEFAULT_MAX_RESTARTS,
+    prefix: Annotated[
+        str,
+        typer.Option("--prefix", metavar="PREFIX", help="Spill tool name prefix on a name clash."),
+    ] = DEFAULT_PREFIX,
+) -> None:
+    """Run an MCP server behind the cap: proxy [OPTIONS] -- CMD [ARGS...]."""
+    command = list(upstream or [])
+    if bool(command) == bool(url):
+        fail("give the upstream server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
+    given = global_options(ctx)
+    run_proxy(
+        command or None,
+        url=url,
+        max_bytes=max_bytes,
+        dir=given.dir,
+        session=given.session,
+        call_timeout=timeout,
+        max_restarts=max_restarts,
+        prefix=prefix,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m spillstore.mcp``: this command group on its own; exits with its status."""
+    run_app(app, argv, "python -m spillstore.mcp")

@@ -1,0 +1,234 @@
+"""The options several commands share, and what commands build from them.
+
+The global options (``--dir``, ``--session``, ``--json``) are declared once, in
+:func:`_declared`'s signature. The root command takes them before the command name;
+:func:`takes_global_options` adds the ones a command accepts after its name too, and
+records every one given into the root context's :class:`GlobalOptions` (the command's
+own value wins over the root's; ``--json`` given either place counts). Commands read
+the result with :func:`global_options`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar
+
+import typer
+
+from spillstore._cli.errors import EXIT_USAGE, CliError, fail
+from spillstore._errors import ConfigError
+
+if TYPE_CHECKING:
+    from spillstore._settings import Settings
+    from spillstore._stores.local import LocalStore
+
+__all__ = [
+    "BudgetOption",
+    "CommandArgument",
+    "GlobalOptions",
+    "command_app",
+    "duration_option",
+    "env_sets",
+    "global_options",
+    "open_store",
+    "optional",
+    "refuse_json",
+    "settings",
+    "size_option",
+    "takes_global_options",
+]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+GlobalName = Literal["dir", "session", "json"]
+
+
+def optional(*flags: str, **details: Any) -> Any:
+    """A ``typer.Option`` that is None unless given (so the help shows no default)."""
+    return typer.Option(*flags, show_default=False, **details)
+
+
+CommandArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="CMD", help="The command and its arguments (after --), run without a shell."
+    ),
+]
+"""A command line to run (``run``'s command, ``mcp proxy``'s upstream server)."""
+
+BudgetOption = Annotated[
+    str | None,
+    optional(
+        "--max-bytes",
+        metavar="SIZE",
+        help="Inline budget: the most bytes the model sees, pointer included "
+        "(e.g. 50000, 50KB, 64KiB). Default: $SPILLSTORE_MAX_BYTES, else 50000.",
+    ),
+]
+"""The inline budget as given (a size in bytes or a human size), None when not given."""
+
+
+def _declared(
+    dir_: Annotated[
+        str | None,
+        optional(
+            "--dir",
+            metavar="PATH",
+            help="Store root. Default: $SPILLSTORE_DIR, else the user cache dir.",
+        ),
+    ] = None,
+    session: Annotated[
+        str | None,
+        optional(
+            "--session",
+            metavar="NAME",
+            help="Session. Default: $SPILLSTORE_SESSION, else 'default'.",
+        ),
+    ] = None,
+    json_: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (schema: see the docs).")
+    ] = False,
+) -> None:
+    """The global options: the one place they are declared (see the module docstring)."""
+
+
+_PARAMETERS: dict[str, inspect.Parameter] = {
+    name.rstrip("_"): parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+    for name, parameter in inspect.signature(_declared, eval_str=True).parameters.items()
+}
+
+
+@dataclass
+class GlobalOptions:
+    """The global options given, before or after the command name (None: not given)."""
+
+    dir: str | None = None
+    session: str | None = None
+    json: bool = False
+
+
+def global_options(ctx: typer.Context) -> GlobalOptions:
+    """The global options of this invocation (kept on the root context)."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, GlobalOptions):
+        root.obj = GlobalOptions()
+    return root.obj
+
+
+def takes_global_options(
+    *names: GlobalName, first: bool = False
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Let a typer command (or callback) take the named global options.
+
+    The command must take ``ctx: typer.Context``; it does not see the options as
+    arguments, it reads them with :func:`global_options`. Typer reads the wrapper's
+    signature: the command's parameters plus the options (their help lines after the
+    command's own options, or before them with ``first``); the wrapper records the
+    values given and calls the command without them.
+    """
+    extra = [_PARAMETERS[name] for name in names]
+
+    def decorate(command: Callable[_P, _R]) -> Callable[_P, _R]:
+        signature = inspect.signature(command, eval_str=True)
+        own = list(signature.parameters.values())
+        if first:
+            own = [
+                parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                if parameter.name != "ctx"
+                else parameter
+                for parameter in own
+            ]
+
+        @functools.wraps(command)
+        def with_options(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            found = global_options(kwargs["ctx"])  # type: ignore[arg-type]
+            for name, parameter in zip(names, extra, strict=True):
+                value = kwargs.pop(parameter.name)
+                if value is not None and value is not False:
+                    setattr(found, name, value)
+            return command(*args, **kwargs)
+
+        ordered = [*own[:1], *extra, *own[1:]] if first else [*own, *extra]
+        with_options.__signature__ = signature.replace(parameters=ordered)  # type: ignore[attr-defined]
+        return with_options
+
+    return decorate
+
+
+def command_app(**settings: Any) -> typer.Typer:
+    """A typer application with the command line's common settings (plain help, no
+    completion, errors left to :func:`~spillstore._cli.errors.run_app`)."""
+    return typer.Typer(
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        **settings,
+    )
+
+
+def refuse_json(ctx: typer.Context) -> None:
+    """Refuse a global ``--json`` on a command that only prints text."""
+    if global_options(ctx).json:
+        fail(f"{ctx.command_path} prints text only; it has no --json form", EXIT_USAGE)
+
+
+def settings(ctx: typer.Context, **overrides: object) -> Settings:
+    """Settings from ``overrides``, the global options, the environment and the defaults.
+
+    A bad ``--dir`` or ``--session`` is reported under the option's name.
+    """
+    from spillstore._settings import Settings  # noqa: PLC0415 - start-up stays cheap
+
+    given = global_options(ctx)
+    flags = {"dir": given.dir, "session": given.session}
+    values: dict[str, object] = dict(overrides)
+    values.update({field: value for field, value in flags.items() if value is not None})
+    try:
+        return Settings(**values)
+    except ConfigError as exc:
+        flag = flags.get(exc.field or "")
+        label = f"{exc.field} (env {exc.env_var}): "
+        if flag is not None and str(exc).startswith(label):  # say which option was wrong
+            raise CliError(f"--{exc.field}: {str(exc)[len(label) :]}", EXIT_USAGE) from exc
+        raise
+
+
+def open_store(chosen: Settings) -> LocalStore:
+    """The local store at the settings' root."""
+    from spillstore._stores.local import LocalStore  # noqa: PLC0415
+
+    return LocalStore(chosen.dir)
+
+
+def size_option(name: str, value: str, *, allow_off: bool = False) -> int | None:
+    """A size option (``50000``, ``50KB``, ``64KiB``; ``off`` with ``allow_off``) in bytes."""
+    from spillstore._settings import parse_size  # noqa: PLC0415
+
+    try:
+        return parse_size(value, allow_off=allow_off)
+    except ConfigError as exc:
+        fail(f"{name}: {exc}", EXIT_USAGE)
+
+
+def duration_option(name: str, value: str, *, allow_zero: bool = False) -> float:
+    """A duration option (``90s``, ``30m``, ``12h``, ``7d``; ``0`` with ``allow_zero``)."""
+    from spillstore._settings import parse_duration  # noqa: PLC0415
+
+    if allow_zero and value.strip() in {"0", "0s"}:
+        return 0.0
+    try:
+        return parse_duration(value)
+    except ConfigError as exc:
+        fail(f"{name}: {exc}", EXIT_USAGE)
+
+
+def env_sets(field: str) -> bool:
+    """Whether ``SPILLSTORE_<FIELD>`` is set (pydantic-settings ignores case)."""
+    wanted = f"SPILLSTORE_{field}".upper()
+    return any(key.upper() == wanted for key in os.environ)

@@ -1,0 +1,325 @@
+"""The decisions of the service, as one flow: what the model sees of a tool result.
+
+:func:`result_flow` is the generator both twins of ``truncate_for_model`` drive (see
+:mod:`spillstore._service.flow`): it makes every decision of design.md §2 and yields
+each store call as a request. Steps 1-3 (pass through, or measure and plan) are pure
+(:func:`prepare`); the output is persisted next; :func:`~spillstore._service.render.render`
+turns the plan and the store's answer into the pointer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TypedDict
+
+from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
+from spillstore._core.cap import PART_SEPARATOR, elide_middle, joined_text_size
+from spillstore._core.pointer import Preview, count_newlines, plan_preview
+from spillstore._core.shape import shape_lines
+from spillstore._core.utf8 import hash_and_size, head, utf8_size
+from spillstore._errors import StoreError
+from spillstore._service.flow import (
+    SLACK,
+    STORE_FAILURES,
+    Flow,
+    Host,
+    Measure,
+    Prepared,
+    blocking,
+    call,
+    step_from_ends,
+)
+from spillstore._service.render import render
+
+if TYPE_CHECKING:
+    from spillstore._settings import Settings
+    from spillstore._stores.meta import SpillMeta
+
+__all__ = [
+    "APPEND_RESERVE_BYTES",
+    "SpillArgs",
+    "bounded_suffix",
+    "prepare",
+    "result_flow",
+    "spill_args",
+]
+
+log = logging.getLogger("spillstore")
+
+APPEND_RESERVE_BYTES = 1_024
+"""Room kept for the appended pointer in append mode."""
+
+
+class SpillArgs(TypedDict):
+    """Where and how an output is spilled: the same for puts, adoptions and streams."""
+
+    session: str
+    tool_name: str
+    tool_call_id: str
+    retention_bytes: int | None
+    retained_tail_bytes: int
+
+
+def spill_args(host: Host, tool_name: str, tool_call_id: str) -> SpillArgs:
+    """The spill arguments of one tool call."""
+    return SpillArgs(
+        session=host.session,
+        tool_name=tool_name,
+        tool_call_id=tool_call_id,
+        retention_bytes=host.settings.retention_bytes,
+        retained_tail_bytes=host.settings.retained_tail_bytes,
+    )
+
+
+def bounded_suffix(suffix: str, max_bytes: int) -> str:
+    """A suffix larger than a quarter of the budget is itself cut, with a note."""
+    cap = max_bytes // 4
+    if utf8_size(suffix) <= cap:
+        return suffix
+    return elide_middle(suffix, cap, tool_name="the suffix")
+
+
+def result_flow(
+    host: Host, result: ToolResult | str, tool_name: str, tool_call_id: str
+) -> Flow[ToolResult]:
+    """Decide what the model sees of ``result``; yield each store call as a request."""
+    if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
+        return (yield from _file_flow(host, result, tool_name, tool_call_id))
+    step = prepare(host, result, tool_name, tool_call_id)
+    if isinstance(step, ToolResult):
+        return step
+    store = host.store
+    try:
+        saved: SpillMeta | Exception = yield call(
+            store.put,
+            store.aput,
+            _text_chunks(_texts(step.result)),
+            suffix=step.suffix or None,
+            media_notes=tuple(step.notes),
+            **spill_args(host, step.tool_name, step.tool_call_id),
+        )
+    except STORE_FAILURES as exc:  # the tool call must not fail because spilling did
+        log.warning("spillstore: could not save output of %s: %s", tool_name, exc)
+        saved = exc
+    return render(host, step, saved)
+
+
+def _file_flow(
+    host: Host, result: ToolResult, tool_name: str, tool_call_id: str
+) -> Flow[ToolResult]:
+    """The flow for a result whose output is a file (``full_output_path``)."""
+    path = result.full_output_path
+    assert path is not None
+    suffix, notes, others = _file_parts(host, result)
+    store = host.store
+    try:
+        small = yield blocking(_read_if_small, path, host.settings.max_bytes)
+        if small is not None:
+            inline = _inline_file(result, small)
+            return (yield from result_flow(host, inline, tool_name, tool_call_id))
+        meta = yield call(
+            store.adopt,
+            store.aadopt,
+            path,
+            suffix=suffix or None,
+            media_notes=tuple(notes),
+            **spill_args(host, tool_name, tool_call_id),
+        )
+        (h0, h1), (t0, t1) = _end_ranges(meta, host.settings)
+        head_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, h0, h1)
+        tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
+    except STORE_FAILURES as exc:
+        log.warning("spillstore: could not adopt %s: %s", path, exc)
+        fallback = _without_file(result, path, exc)
+        return (yield from result_flow(host, fallback, tool_name, tool_call_id))
+    step = step_from_ends(
+        host.settings,
+        result=dataclasses.replace(result, full_output_path=None),
+        head_raw=head_raw,
+        tail_raw=tail_raw,
+        counted=None,
+        suffix=suffix,
+        others=others,
+        notes=notes,
+        tool_name=tool_name,
+        tool_call_id=tool_call_id,
+    )
+    return render(host, step, meta)
+
+
+def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
+    """Suffix, notes and non-text parts of a file-backed result (its text is the file)."""
+    others: list[Part] = []
+    for part in result.content:
+        if isinstance(part, MediaPart) and part.kind not in host.deliverable_media:
+            others.append(TextPart(_dropped_notice(part)))
+        elif not isinstance(part, TextPart | EmbeddedText):
+            others.append(part)
+    notes = []
+    media = sum(isinstance(p, MediaPart | ResourceLink) for p in result.content)
+    if media:
+        notes.append(f"Only the text was saved; {media} media part(s) stay attached unchanged.")
+    return bounded_suffix(result.suffix or "", host.settings.max_bytes), notes, others
+
+
+def prepare(
+    host: Host, result: ToolResult | str, tool_name: str, tool_call_id: str
+) -> ToolResult | Prepared:
+    """Steps 1-3: pass through, or measure and plan. No I/O."""
+    if isinstance(result, str):
+        result = ToolResult(content=(TextPart(result),))
+    if result.spill_exempt:
+        return result
+    settings = host.settings
+    budget = settings.max_bytes
+    texts: list[str] = []
+    others: list[Part] = []
+    notes: list[str] = []
+    undeliverable = False
+    for part in result.content:
+        if isinstance(part, TextPart | EmbeddedText):
+            texts.append(part.text)
+            if isinstance(part, EmbeddedText):
+                notes.append(f"Embedded text resource {head(part.uri, 200)} is part of the text.")
+        elif isinstance(part, MediaPart) and part.kind not in host.deliverable_media:
+            undeliverable = True
+            others.append(TextPart(_dropped_notice(part)))
+        else:
+            others.append(part)
+    suffix = result.suffix or ""
+    # Characters (and separators) bound the size from below, 4 bytes each from above.
+    chars = sum(map(len, texts)) + len(suffix) + max(len(texts) + bool(suffix) - 1, 0)
+    if chars * 4 <= budget or (chars <= budget and _model_text_size(texts, suffix) <= budget):
+        if not suffix and not undeliverable:
+            return result
+        return _inline(host, result, suffix)
+    suffix = bounded_suffix(suffix, budget)
+    shaped = None
+    if settings.max_line_bytes is not None:
+        room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES
+        shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
+    media = [p for p in result.content if isinstance(p, MediaPart | ResourceLink)]
+    if media:
+        notes.append(
+            f"Only the text was saved; {len(media)} media part(s) stay attached unchanged."
+        )
+    head_bytes, tail_bytes = settings.head_bytes, settings.tail_bytes
+
+    def plan(head_room: int, tail_room: int, measured: Measure) -> Preview:
+        return plan_preview(
+            texts,
+            total_bytes=measured.total_bytes,
+            newlines=measured.newlines,
+            head_bytes=min(head_bytes, head_room),
+            tail_bytes=min(tail_bytes, tail_room),
+        )
+
+    def measure() -> Measure:
+        sha, total = hash_and_size(_text_chunks(texts))
+        return Measure(sha, total, count_newlines(texts))
+
+    return Prepared(
+        result=result,
+        ends_with_newline=_ends_with_newline(texts),
+        plan=plan,
+        measure=measure,
+        shaped=shaped,
+        suffix=suffix,
+        others=others,
+        notes=notes,
+        tool_name=tool_name,
+        tool_call_id=tool_call_id,
+    )
+
+
+def _inline(host: Host, result: ToolResult, suffix: str) -> ToolResult:
+    """A result that fits, with its suffix folded in and undeliverable parts noticed."""
+    content: list[Part] = []
+    for part in result.content:
+        if isinstance(part, MediaPart) and part.kind not in host.deliverable_media:
+            content.append(TextPart(_dropped_notice(part)))
+        else:
+            content.append(part)
+    if suffix:
+        content.append(TextPart(suffix))
+    return dataclasses.replace(result, content=tuple(content), suffix=None)
+
+
+def _dropped_notice(part: MediaPart) -> str:
+    size = len(part.data)
+    uri = f", uri {head(part.uri, 200)}" if part.uri else ""
+    return f"[content dropped: {part.kind} {head(part.mime_type, 100)}, {size} bytes{uri}]"
+
+
+def _text_chunks(texts: Sequence[str]) -> Iterator[str]:
+    """The joined texts as chunks, never one joined copy.
+
+    They stay ``str``: the store encodes them in bounded pieces itself, and knows that
+    text from a ``str`` is valid UTF-8, so it skips the validity check bytes need.
+    """
+    for index, text in enumerate(texts):
+        if index:
+            yield PART_SEPARATOR
+        yield text
+
+
+def _model_text_size(texts: Sequence[str], suffix: str) -> int:
+    """Size of the text the model sees when a result passes: its texts, then the suffix."""
+    return joined_text_size([*texts, suffix] if suffix else texts)
+
+
+def _texts(result: ToolResult) -> list[str]:
+    return [p.text for p in result.content if isinstance(p, TextPart | EmbeddedText)]
+
+
+def _ends_with_newline(texts: Sequence[str]) -> bool:
+    for text in reversed(texts):
+        if text:
+            return text.endswith("\n")
+    return False
+
+
+def _read_if_small(path: str, budget: int) -> str | None:
+    """The file's text when it is within ``budget`` bytes, else ``None`` (it must be adopted)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{path} is not a regular file")
+        if info.st_size > budget:
+            return None
+        data = os.read(fd, budget + 1)
+    finally:
+        os.close(fd)
+    return None if len(data) > budget else data.decode("utf-8", "replace")
+
+
+def _inline_file(result: ToolResult, text: str) -> ToolResult:
+    """A file-backed result whose file is small: the file's text becomes its text part."""
+    rest = [p for p in result.content if not isinstance(p, TextPart | EmbeddedText)]
+    return dataclasses.replace(result, content=(TextPart(text), *rest), full_output_path=None)
+
+
+def _without_file(result: ToolResult, path: str, exc: Exception) -> ToolResult:
+    """A file-backed result whose file could not be adopted: say so, keep what is inline."""
+    reason = f"{type(exc).__name__}: {exc}"[:300]
+    note = (
+        f"[spillstore] The tool's full output in {head(path, 500)} could not be saved"
+        f" ({reason}); only what it returned inline is shown."
+    )
+    suffix = note if not result.suffix else f"{note}\n{result.suffix}"
+    return dataclasses.replace(result, full_output_path=None, suffix=suffix)
+
+
+def _end_ranges(meta: SpillMeta, settings: Settings) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The stored byte ranges to read for the head and tail previews (with a little slack)."""
+    first_end = meta.stored_ranges[0][1] if meta.stored_ranges else 0
+    last_start = meta.stored_ranges[-1][0] if meta.stored_ranges else 0
+    total = meta.total_bytes
+    head_range = (0, min(first_end, settings.head_bytes + SLACK))
+    tail_range = (max(last_start, total - settings.tail_bytes - SLACK), total)
+    return head_range, tail_range

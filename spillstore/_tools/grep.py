@@ -1,0 +1,365 @@
+"""Grep (``grep_spill``): one search over one spill or the session, as a bounded page.
+
+Every spill is searched with RE2 on bytes (:mod:`~spillstore._tools.regex`; linear
+time, so model-written patterns cannot backtrack catastrophically), range by stored
+range (:mod:`~spillstore._tools.scan`), with line numbers from the spill's line index.
+Three output modes share the paging (``head_limit`` results from ``offset``) and the
+page cap; the last line is ``end of results`` or the exact call for the next page::
+
+    grep_spill "timeout" in spill bash-0123456789abcdef0123: matching lines 1-100
+    1234:2026-11-29T12:03:04Z WARN [db.pool] request failed after timeout
+    -- more results: call grep_spill(pattern="timeout", spill="bash-...", offset=100) --
+
+With several spills each line is prefixed by the spill id (``bash-...:1234:text``),
+context lines use ``-`` instead of ``:`` and ``--`` separates groups, as grep does.
+A spill the retention cap cut, or one that expired during a session-wide search, is
+named in a note rather than failing the search.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from spillstore._core.index import LineIndex
+from spillstore._core.ranges import format_ranges
+from spillstore._core.utf8 import utf8_size
+from spillstore._errors import SpillNotFound, SpillstoreError
+from spillstore._stores.base import Store
+from spillstore._stores.meta import SpillMeta
+from spillstore._tools.args import MAX_SAFE_INT, GrepArgs
+from spillstore._tools.grep_lines import ContentWriter
+from spillstore._tools.regex import Matcher
+from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
+from spillstore._tools.text import ToolsView, quote
+
+__all__ = ["ECHO_CHARS", "MAX_NOTES", "NOTE_BYTES", "Search"]
+
+NOTE_BYTES = 200
+"""An upper bound of a Grep note's size, its spill id excluded."""
+
+MAX_NOTES = 2
+"""Grep names at most this many spills it could not search in full (then a count)."""
+
+ECHO_CHARS = 100
+"""Grep repeats at most this many characters of the pattern in its title and hints."""
+
+_HINTED_DEFAULTS = {
+    key: field.default
+    for key, field in GrepArgs.model_fields.items()
+    if key not in ("pattern", "spill", "offset")
+}
+"""The arguments a next-page hint names only when they differ from these defaults (it
+always writes the pattern, the spill and the offset itself)."""
+
+
+@contextmanager
+def _haystacks(
+    store: Store, meta: SpillMeta, *, trust_utf8: bool = True
+) -> Iterator[list[Haystack]]:
+    """Yield the stored ranges of a spill as searchable buffers, in order."""
+    with store.segments(meta.spill_id) as segments:
+        yield _as_haystacks(meta, segments, trust_utf8=trust_utf8)
+
+
+def _as_haystacks(
+    meta: SpillMeta, segments: Sequence[tuple[int, memoryview]], *, trust_utf8: bool = True
+) -> list[Haystack]:
+    """Turn the store's segment views into buffers with ``find`` (``bytes`` or ``mmap``).
+
+    ``memoryview`` has no ``find``/``count``; the views the store yields are slices of
+    one buffer (an ``mmap`` of the data file, or ``bytes``) laid out range after range,
+    so the underlying object is searched directly at the right physical offsets. Any
+    other shape is copied to ``bytes`` (bounded by the retention cap).
+    """
+    out: list[Haystack] = []
+    base = 0
+    valid = trust_utf8 and not meta.invalid_utf8
+    for origin, view in segments:
+        size = len(view)
+        owner = view.obj
+        if (
+            isinstance(owner, bytes | mmap.mmap)
+            and view.contiguous
+            and view.itemsize == 1
+            and len(owner) == meta.stored_bytes
+        ):
+            out.append(Haystack(owner, base, base + size, origin, valid))
+        else:
+            out.append(Haystack(bytes(view), 0, size, origin, valid))
+        base += size
+    return out
+
+
+class Search:
+    """Runs one Grep request over its spills and renders the bounded page."""
+
+    def __init__(
+        self,
+        tools: ToolsView,
+        args: GrepArgs,
+        matcher: Matcher,
+        metas: Sequence[SpillMeta],
+        single: bool,
+    ) -> None:
+        self.tools = tools
+        self.args = args
+        self.matcher = matcher
+        self.metas = metas
+        self.single = single
+        self.limit = None if not args.head_limit else args.head_limit
+        self.before = args.context if args.before is None else args.before
+        self.after = args.context if args.after is None else args.after
+        self.unsearched: list[str] = []
+        self.trust_utf8 = True
+
+    # --- text pieces
+
+    def _where(self) -> str:
+        if self.single:
+            return f"in spill {self.metas[0].spill_id}"
+        return f"in the {len(self.metas)} spills of session {quote(self.tools.session)}"
+
+    def _title(self) -> str:
+        pattern = json.dumps(
+            self.args.pattern[:ECHO_CHARS] + ("..." if len(self.args.pattern) > ECHO_CHARS else ""),
+            ensure_ascii=False,
+        )
+        flags = []
+        if self.args.ignore_case:
+            flags.append("ignore_case")
+        if self.args.literal:
+            flags.append("literal")
+        extra = f" ({', '.join(flags)})" if flags else ""
+        return f"{self.tools.names.grep} {pattern}{extra} {self._where()}"
+
+    def _again(self, offset: int) -> str:
+        """The call for the page at ``offset``: the arguments not at their defaults."""
+        args = self.args
+        if len(args.pattern) > ECHO_CHARS:
+            return f"{self.tools.names.grep}(<the same arguments>, offset={offset})"
+        parts = [f"pattern={json.dumps(args.pattern, ensure_ascii=False)}"]
+        if args.spill is not None:
+            parts.append(f'spill="{self.metas[0].spill_id}"')
+        for key, default in _HINTED_DEFAULTS.items():
+            value = getattr(args, key)
+            if value != default:
+                parts.append(f"{key}={json.dumps(value)}")
+        parts.append(f"offset={offset}")
+        return f"{self.tools.names.grep}({', '.join(parts)})"
+
+    def _gap_notes(self) -> list[str]:
+        notes = self.unsearched[:MAX_NOTES]
+        if len(self.unsearched) > MAX_NOTES:
+            more = len(self.unsearched) - MAX_NOTES
+            notes.append(f"and {more} more spills not searched in full")
+        return notes
+
+    def _overhead(self) -> int:
+        """An upper bound of the title, notes and hint sizes (the rest is for results)."""
+        big = MAX_SAFE_INT
+        title = self._title() + f": matching lines {big}-{big} (more below)"
+        hint = f"-- more results: call {self._again(big)} --"
+        id_bytes = max((len(m.spill_id) for m in self.metas), default=0)
+        if self.single:
+            notes = 0 if self.metas[0].complete else NOTE_BYTES + id_bytes
+        else:
+            notes = (MAX_NOTES + 1) * (NOTE_BYTES + id_bytes)
+        return utf8_size(title) + utf8_size(hint) + notes + 16
+
+    def _each(self) -> Iterator[tuple[SpillMeta, list[Haystack], LineIndex]]:
+        """Yield each readable spill's stored ranges and index; note what was not searched.
+
+        With one spill its errors propagate (the result is that error); across a session a
+        spill deleted or damaged meanwhile is skipped with a note, not a failed search.
+        """
+        for meta in self.metas:
+            try:
+                with _haystacks(self.tools.store, meta, trust_utf8=self.trust_utf8) as stacks:
+                    index = self.tools.store.line_index(meta.spill_id)
+                    if not meta.complete:
+                        self.unsearched.append(
+                            f"spill {meta.spill_id} was saved in part: bytes "
+                            f"{format_ranges(meta.gaps)} were not kept and were not searched"
+                        )
+                    yield meta, stacks, index
+            except SpillstoreError as exc:
+                if self.single:
+                    raise
+                reason = "it expired" if isinstance(exc, SpillNotFound) else "it cannot be read"
+                self.unsearched.append(f"spill {meta.spill_id} was not searched: {reason}")
+
+    # --- modes
+
+    def run(self) -> str:
+        mode = self.args.output_mode
+        if mode == "count":
+            return self._counts()
+        if mode == "spills":
+            return self._spills()
+        return self._content()
+
+    def _finish(self, head: str, body: Sequence[str], tail: str) -> str:
+        return "\n".join([head, *self._gap_notes(), *body, tail])
+
+    def _counts(self) -> str:
+        tools, args = self.tools, self.args
+        rows: list[tuple[SpillMeta, int]] = []
+        for meta, stacks, _ in self._each():
+            found = sum(count_matching_lines(hay, self.matcher) for hay in stacks)
+            if found or self.single:
+                rows.append((meta, found))
+        total = sum(found for _, found in rows)
+        if self.single:
+            meta, found = rows[0]
+            head = f"{self._title()}: {found} matching lines"
+            return self._finish(head, [], "end of results")
+        budget = tools.max_page_bytes - self._overhead()
+        body: list[str] = []
+        used = 0
+        selected = rows[args.offset :]
+        shown = 0
+        for meta, found in selected:
+            if self.limit is not None and shown >= self.limit:
+                break
+            entry = f"{meta.spill_id}: {found} (tool {quote(meta.tool_name, 60)})"
+            if used + utf8_size(entry) + 1 > budget:
+                break
+            body.append(entry)
+            used += utf8_size(entry) + 1
+            shown += 1
+        head = f"{self._title()}: {total} matching lines in {len(rows)} spills" + (
+            f"; counts {args.offset + 1}-{args.offset + shown}" if shown else ""
+        )
+        if args.offset + shown < len(rows):
+            tail = f"-- more results: call {self._again(args.offset + shown)} --"
+        else:
+            tail = "end of results"
+        return self._finish(head, body, tail)
+
+    def _spills(self) -> str:
+        tools, args = self.tools, self.args
+        budget = tools.max_page_bytes - self._overhead()
+        body: list[str] = []
+        used = 0
+        matched = 0
+        shown = 0
+        more = False
+        for meta, stacks, _ in self._each():
+            hit = any(count_matching_lines(hay, self.matcher, stop_after=1) for hay in stacks)
+            if not hit:
+                continue
+            matched += 1
+            if matched <= args.offset:
+                continue
+            entry = (
+                f"{meta.spill_id} (tool {quote(meta.tool_name, 60)}, call "
+                f"{quote(meta.tool_call_id, 60)})"
+            )
+            page_full = used + utf8_size(entry) + 1 > budget
+            if (self.limit is not None and shown >= self.limit) or page_full:
+                more = True
+                break
+            body.append(entry)
+            used += utf8_size(entry) + 1
+            shown += 1
+        if shown:
+            head = f"{self._title()}: spills with matches {args.offset + 1}-{args.offset + shown}"
+        elif matched:
+            head = (
+                f"{self._title()}: no spills with matches after offset {args.offset} "
+                f"({matched} in all)"
+            )
+        else:
+            head = f"{self._title()}: no spill matches"
+        tail = (
+            f"-- more results: call {self._again(args.offset + shown)} --"
+            if more
+            else "end of results"
+        )
+        return self._finish(head, body, tail)
+
+    def _content(self) -> str:
+        """Content mode; a spill whose bytes are not all valid UTF-8 is rendered lossily."""
+        text = self._content_pass(lossy=any(meta.invalid_utf8 for meta in self.metas))
+        if text is None:  # metadata said valid UTF-8 and was wrong: render it safely
+            self.unsearched.clear()
+            self.trust_utf8 = False
+            text = self._content_pass(lossy=True)
+        assert text is not None
+        return text
+
+    def _content_pass(self, *, lossy: bool) -> str | None:
+        tools, args = self.tools, self.args
+        writer = ContentWriter(
+            budget=tools.max_page_bytes - self._overhead(),
+            column_bytes=tools.max_column_bytes,
+            before=self.before,
+            after=self.after,
+            lossy=lossy,
+        )
+        skip = args.offset
+        limit = self.limit
+        seen = 0
+        more = False
+        plain = not (self.before or self.after or lossy)
+        for meta, stacks, index in self._each():
+            prefix = b"" if self.single else meta.spill_id.encode("ascii")
+            for hay in stacks:
+                add = writer.start(hay, prefix)
+                if plain:
+                    found, shown, used, more = render_plain(
+                        hay,
+                        self.matcher,
+                        index,
+                        head=prefix + b":" if prefix else b"",
+                        column_bytes=writer.column_bytes,
+                        skip=max(0, skip - seen),
+                        limit=None if limit is None else limit - writer.hits,
+                        budget=writer.budget - writer.used,
+                        pieces=writer.pieces,
+                        long_line=writer.long_line,
+                    )
+                    seen += found
+                    writer.hits += shown
+                    writer.used += used
+                    if more:
+                        break
+                    continue
+                stop_at: int | None = None
+                for line, line_start, line_end, match_start, _ in iter_hits(
+                    hay, self.matcher, index
+                ):
+                    seen += 1
+                    if seen <= skip:
+                        continue
+                    if limit is not None and writer.hits >= limit:
+                        more = True
+                        stop_at = line_start
+                        break
+                    if not add(line, line_start, line_end, match_start):
+                        more = True
+                        break
+                writer.end(stop_at)
+                if more:
+                    break
+            if more:
+                break
+        try:
+            body = writer.text()
+        except UnicodeDecodeError:
+            return None
+        shown = writer.hits
+        if shown:
+            head = f"{self._title()}: matching lines {skip + 1}-{skip + shown}" + (
+                " (more below)" if more else ""
+            )
+        elif seen > skip or skip == 0:
+            head = f"{self._title()}: no matching lines"
+        else:
+            head = f"{self._title()}: no matching lines after offset {skip} ({seen} in all)"
+        tail = f"-- more results: call {self._again(skip + shown)} --" if more else "end of results"
+        lead = "".join(f"{line}\n" for line in [head, *self._gap_notes()])
+        return "".join((lead, body, tail))  # one copy of a body that may be megabytes

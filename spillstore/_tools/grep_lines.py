@@ -1,0 +1,176 @@
+"""Grep's content mode: matching lines, their context and column windows, in bytes.
+
+A page of matching lines may hold thousands of them, so lines are kept as UTF-8
+``bytes`` slices of the searched buffer and decoded once, at the end. A matching line
+renders as ``[spill-id:]line:text`` and a context line as ``[spill-id-]line-text``, with
+``--`` between groups that do not touch, as grep does. A line over the column cap shows
+a window around its match, saying how many bytes were cut on each side and where the
+match starts in the original output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spillstore._core.utf8 import head_cut, is_continuation
+from spillstore._tools.scan import Haystack
+
+__all__ = ["ContentWriter"]
+
+
+class ContentWriter:
+    """Renders matching lines (and context) of Grep's content mode within a byte budget.
+
+    Lines are kept as UTF-8 ``bytes`` and decoded once at the end: the plain case (no
+    context, line within the column cap) is one ``%``-format of a buffer slice per hit.
+    With ``lossy`` every line is decoded with U+FFFD for invalid bytes and re-encoded,
+    so the budget counts exactly what the model will see.
+    """
+
+    def __init__(
+        self, *, budget: int, column_bytes: int, before: int, after: int, lossy: bool
+    ) -> None:
+        self.budget = budget
+        self.column_bytes = column_bytes
+        self.before = before
+        self.after = after
+        self.lossy = lossy
+        self.pieces: list[bytes] = []
+        self.used = 0
+        self.hits = 0
+        self.full = False
+        self.printed_any = False
+        # per stored range
+        self.hay: Haystack | None = None
+        self.prefix = b""
+        self.printed_end = -1
+        self.after_pos = -1
+        self.after_left = 0
+        self.after_line = 0
+
+    def start(self, hay: Haystack, prefix: bytes) -> Callable[[int, int, int, int], bool]:
+        """Begin a stored range; return the function that adds one matching line.
+
+        ``prefix`` (a spill id, or empty for a single spill) starts every line.
+        """
+        self.hay = hay
+        self.prefix = prefix
+        self.printed_end = -1
+        self.after_pos = -1
+        self.after_left = 0
+        self.after_line = 0
+        return self.add
+
+    def long_line(self, line: int, line_start: int, line_end: int, match_start: int) -> bytes:
+        """Render a matching line over the column cap (for the plain fast path)."""
+        return self._render(line, line_start, line_end, b":", match_start)
+
+    def text(self) -> str:
+        """The rendered lines, each ending with a newline.
+
+        Raises:
+            UnicodeDecodeError: a line was not valid UTF-8 although not rendered lossily.
+        """
+        return b"".join(self.pieces).decode("utf-8")
+
+    def _emit(self, piece: bytes) -> bool:
+        if self.lossy:
+            piece = piece.decode("utf-8", "replace").encode("utf-8")
+        if self.used + len(piece) > self.budget:
+            self.full = True
+            return False
+        self.pieces.append(piece)
+        self.used += len(piece)
+        return True
+
+    def _render(self, number: int, start: int, end: int, sep: bytes, match: int | None) -> bytes:
+        """One line (``sep`` is ``b":"`` for a match, ``b"-"`` for context), newline included.
+
+        A line over the column cap shows a window around the match (or its start), with
+        the bytes cut on each side and, for a match, its original byte offset.
+        """
+        hay = self.hay
+        assert hay is not None
+        buf = hay.buf
+        head = (self.prefix + sep if self.prefix else b"") + b"%d" % number + sep
+        size = end - start
+        if size <= self.column_bytes:
+            return head + buf[start:end] + b"\n"
+        anchor = start if match is None else match
+        window_start = max(start, anchor - self.column_bytes // 4)
+        chunk = buf[window_start : min(end, window_start + self.column_bytes + 4)]
+        skip = 0
+        while skip < min(3, len(chunk)) and is_continuation(chunk[skip]):
+            skip += 1
+        chunk = chunk[skip:]
+        window_start += skip
+        cut = head_cut(chunk, self.column_bytes)
+        left = window_start - start
+        right = end - (window_start + cut)
+        where = "" if match is None else f"; match at byte {match + hay.origin - hay.lo}"
+        opening = f"[... {left} bytes] ".encode() if left else b""
+        closing = f" [... {right} more bytes; line of {size} bytes{where}]\n".encode()
+        return head + opening + chunk[:cut] + closing
+
+    def _flush_after(self, limit: int) -> bool:
+        """Print owed after-context lines that start before physical ``limit``."""
+        hay = self.hay
+        assert hay is not None
+        while self.after_left > 0 and self.after_pos < limit and self.after_pos < hay.hi:
+            end = hay.buf.find(b"\n", self.after_pos, hay.hi)
+            if end < 0:
+                end = hay.hi
+            self.after_line += 1
+            if not self._emit(self._render(self.after_line, self.after_pos, end, b"-", None)):
+                return False
+            self.after_left -= 1
+            self.after_pos = end + 1
+            self.printed_end = self.after_pos
+        return True
+
+    def add(self, line: int, line_start: int, line_end: int, match_start: int) -> bool:
+        """Print one matching line with its context; False when the page is full."""
+        hay = self.hay
+        assert hay is not None
+        if not self.before and not self.after:
+            if not self._emit(self._render(line, line_start, line_end, b":", match_start)):
+                return False
+            self.hits += 1
+            return True
+        if not self._flush_after(line_start):
+            return False
+        floor = max(hay.lo, self.printed_end)
+        starts: list[int] = []
+        position = line_start
+        for _ in range(self.before):
+            if position <= floor:
+                break
+            newline = hay.buf.rfind(b"\n", hay.lo, position - 1)
+            position = newline + 1 if newline >= 0 else hay.lo
+            if position < floor:
+                break
+            starts.append(position)
+        starts.reverse()
+        first_start = starts[0] if starts else line_start
+        if self.printed_any and first_start != self.printed_end and not self._emit(b"--\n"):
+            return False
+        for k, start in enumerate(starts):
+            end = hay.buf.find(b"\n", start, line_start)
+            number = line - (len(starts) - k)
+            if not self._emit(self._render(number, start, end, b"-", None)):
+                return False
+        if not self._emit(self._render(line, line_start, line_end, b":", match_start)):
+            return False
+        self.hits += 1
+        self.printed_any = True
+        self.printed_end = line_end + 1
+        self.after_pos = line_end + 1
+        self.after_left = self.after
+        self.after_line = line
+        return True
+
+    def end(self, before: int | None = None) -> None:
+        """Finish a stored range: print owed after-context (up to ``before``, if given)."""
+        if self.hay is not None and self.after_left and not self.full:
+            self._flush_after(self.hay.hi if before is None else before)
+        self.after_left = 0

@@ -1,0 +1,217 @@
+"""The flow machinery: store failures become "NOT saved", programming errors surface."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spillstore._content import TextPart, ToolResult
+from spillstore._errors import ConfigError, SpillExpired, StoreError, UsageError
+from spillstore._service.flow import Flow, Request, adrive, blocking, call, drive
+from spillstore._service.service import TruncationService
+from spillstore._settings import Settings
+from spillstore._stores.local import LocalStore
+from spillstore._stores.memory import MemoryStore
+from spillstore._stores.meta import SpillMeta
+from spillstore._stores.writer import SpillWriter
+
+SMALL = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
+BIG = "".join(f"line {n:06d} of a long log\n" for n in range(2_000))
+
+DEAD_BACKENDS = [
+    StoreError(errno.ENOSPC, "No space left on device"),
+    ConnectionError("connection refused by the object store"),
+    TimeoutError("the object store did not answer"),
+    PermissionError(errno.EACCES, "Permission denied"),
+]
+BUGS = [
+    AttributeError("'Store' object has no attribute 'putt'"),
+    TypeError("put() got an unexpected keyword argument 'media_note'"),
+    ConfigError("session must match [A-Za-z0-9._-]", field="session"),
+    UsageError("this spill writer is already committed"),
+]
+
+
+class FailingStore(MemoryStore):
+    """A store whose every put raises ``error`` (its async twin runs put in a thread)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def put(self, data: Iterable[bytes | str] | bytes | str, **kwargs: object) -> SpillMeta:  # type: ignore[override]
+        raise self.error
+
+
+def _text(result: ToolResult) -> str:
+    return "\n".join(p.text for p in result.content if isinstance(p, TextPart))
+
+
+@pytest.mark.parametrize("error", DEAD_BACKENDS, ids=lambda e: type(e).__name__)
+def test_dead_backend_never_fails_the_call(error: Exception) -> None:
+    """Disk full, a refused connection, a timeout: the model gets a bounded NOT saved preview."""
+    out = TruncationService(FailingStore(error), SMALL).truncate_for_model(
+        BIG, tool_name="t", tool_call_id="c"
+    )
+    assert out.spill is not None and out.spill.saved == "none"
+    assert f"NOT saved ({type(error).__name__}: " in _text(out)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("error", DEAD_BACKENDS, ids=lambda e: type(e).__name__)
+async def test_dead_backend_never_fails_the_async_call(error: Exception) -> None:
+    """The async twin turns the same store failures into the same preview."""
+    service = TruncationService(FailingStore(error), SMALL)
+    out = await service.atruncate_for_model(BIG, tool_name="t", tool_call_id="c")
+    assert out == service.truncate_for_model(BIG, tool_name="t", tool_call_id="c")
+
+
+@pytest.mark.parametrize("error", BUGS, ids=lambda e: type(e).__name__)
+def test_programming_errors_surface_as_themselves(error: Exception) -> None:
+    """A bug (a typo'd attribute, a bad argument, a misuse) raises; it is never "NOT saved"."""
+    service = TruncationService(FailingStore(error), SMALL)
+    with pytest.raises(type(error)) as raised:
+        service.truncate_for_model(BIG, tool_name="t", tool_call_id="c")
+    assert raised.value is error
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("error", BUGS, ids=lambda e: type(e).__name__)
+async def test_programming_errors_surface_from_the_async_twin(error: Exception) -> None:
+    """The async twin raises the very same error object."""
+    service = TruncationService(FailingStore(error), SMALL)
+    with pytest.raises(type(error)) as raised:
+        await service.atruncate_for_model(BIG, tool_name="t", tool_call_id="c")
+    assert raised.value is error
+
+
+def test_a_bad_session_is_a_developer_error() -> None:
+    """A session name the store refuses raises ConfigError instead of hiding in a preview."""
+    service = TruncationService(MemoryStore(), SMALL, session="no/slashes")
+    with pytest.raises(ConfigError):
+        service.truncate_for_model(BIG, tool_name="t", tool_call_id="c")
+
+
+def test_a_misspelt_store_method_fails_where_it_is_written() -> None:
+    """Requests hold bound methods, so a typo raises AttributeError at once."""
+    store = MemoryStore()
+    with pytest.raises(AttributeError, match="putt"):
+        call(store.putt, store.aput, "x")  # type: ignore[attr-defined]
+
+
+def _two_steps() -> Flow[str]:
+    first = yield blocking(str.upper, "a")
+    try:
+        yield blocking(int, "not a number")
+    except ValueError as exc:
+        second = type(exc).__name__
+    return f"{first} {second}"
+
+
+def test_drive_sends_results_and_throws_errors_into_the_flow() -> None:
+    """The sync driver sends each request's result, and throws its exception at the yield."""
+    assert drive(_two_steps()) == "A ValueError"
+
+
+@pytest.mark.anyio
+async def test_adrive_awaits_the_same_requests() -> None:
+    """The async driver runs the same flow to the same answer."""
+    assert await adrive(_two_steps()) == "A ValueError"
+
+
+@pytest.mark.anyio
+async def test_requests_run_their_sync_or_async_callable() -> None:
+    """run() calls the sync callable, arun() awaits the async twin, with the same arguments."""
+    calls: list[str] = []
+
+    def sync(x: int, *, y: int) -> int:
+        calls.append("sync")
+        return x + y
+
+    async def twin(x: int, *, y: int) -> int:
+        calls.append("async")
+        return x * y
+
+    request: Request[int] = call(sync, twin, 3, y=4)
+    assert request.run() == 7
+    assert await request.arun() == 12
+    assert calls == ["sync", "async"]
+
+
+class LosesSpillAfterAdopt(LocalStore):
+    """A store whose spill is collected between the adoption and the read-back."""
+
+    def read_bytes(self, spill_id: str, start: int, end: int) -> bytes:
+        raise SpillExpired(f"spill {spill_id} expired", spill_id=spill_id)
+
+
+def test_spill_collected_after_adoption_falls_back_to_inline(tmp_path: Path) -> None:
+    """A file-backed output whose spill vanished is said, and the inline text still shows."""
+    log = tmp_path / "run.log"
+    log.write_text(BIG, encoding="utf-8")
+    result = ToolResult(content=(TextPart("inline part"),), full_output_path=str(log))
+    service = TruncationService(LosesSpillAfterAdopt(tmp_path / "store"), SMALL)
+    text = _text(service.truncate_for_model(result, tool_name="t", tool_call_id="c"))
+    assert text.startswith("inline part\n[spillstore] The tool's full output in")
+    assert "could not be saved (SpillExpired: spill " in text
+
+
+def _accumulator(store: MemoryStore | None = None) -> Any:
+    service = TruncationService(store or MemoryStore(), SMALL)
+    return service.accumulator(tool_name="t", tool_call_id="c")
+
+
+def test_finishing_twice_is_a_usage_error() -> None:
+    """ok() (or error()) on a finished accumulator raises UsageError, inline or spilling."""
+    for size in (10, 50_000):
+        acc = _accumulator()
+        acc.write("x" * size)
+        acc.ok()
+        with pytest.raises(UsageError, match="finished"):
+            acc.ok()
+        with pytest.raises(UsageError, match="finished"):
+            acc.error("late")
+
+
+@pytest.mark.anyio
+async def test_mixing_sync_and_async_is_a_usage_error() -> None:
+    """A spilling accumulator written with write() cannot be awritten or finished with aok()."""
+    acc = _accumulator()
+    acc.write("x" * 50_000)
+    with pytest.raises(UsageError, match="not both"):
+        await acc.awrite("more")
+    with pytest.raises(UsageError, match="not both"):
+        await acc.aok()
+
+
+@pytest.mark.parametrize("error", DEAD_BACKENDS, ids=lambda e: type(e).__name__)
+def test_dead_backend_mid_stream_gives_a_preview(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """A writer that fails mid-stream (any store failure) ends in a NOT saved preview."""
+
+    def fail(self: SpillWriter, chunk: object) -> None:
+        raise error
+
+    monkeypatch.setattr(SpillWriter, "write", fail)
+    acc = _accumulator()
+    acc.write(BIG)
+    out = acc.ok("exit code 0")
+    assert out.spill is not None and out.spill.saved == "none"
+    assert _text(out).endswith("exit code 0")
+
+
+def test_bug_in_the_writer_surfaces_mid_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A programming error in the writer raises from write(); it is not swallowed."""
+
+    def broken(self: SpillWriter, chunk: object) -> None:
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(SpillWriter, "write", broken)
+    acc = _accumulator()
+    with pytest.raises(TypeError, match="a bug"):
+        acc.write(BIG)
