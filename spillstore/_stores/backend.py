@@ -136,10 +136,7 @@ class StoreOptions(TypedDict, total=False):
 class Backend(abc.ABC):
     """The primitives and hooks a store implements, and the state every store keeps.
 
-    Args:
-        clock: returns epoch seconds; used for ``created_at`` and as ``gc``'s ``now``.
-        retention_bytes: default retention cap (None: store everything).
-        retained_tail_bytes: default tail kept when an output exceeds the cap.
+    The constructor's arguments are documented on :class:`~spillstore.Store`.
     """
 
     def __init__(

@@ -34,12 +34,7 @@ from spillstore._core.paging import (
     physical,
     read_page,
 )
-from spillstore._errors import (
-    ConfigError,
-    InvalidSpillId,
-    PathOutsideStore,
-    SpillstoreError,
-)
+from spillstore._errors import ConfigError, InvalidSpillId, PathOutsideStore, SpillstoreError
 from spillstore._stores.backend import USE_STORE_DEFAULT, Retention, UseStoreDefault
 from spillstore._stores.cleanup import CleanupOps
 from spillstore._stores.meta import SpillMeta
