@@ -162,13 +162,12 @@ def read_page(
     if first_line > total_lines:
         return empty_page(meta, first_line)
     ranges = meta.stored_ranges
-    unstored = gaps(ranges, total_bytes)
     start, probe = _offset_after_newline(index, read, first_line - 1)
     line_no, first_partial = first_line, False
     skipped: Range | None = None
     if start is None or not any(a <= start < b for a, b in ranges):
         position = probe if start is None else start
-        skipped = next(g for g in unstored if g[0] <= position < g[1])
+        skipped = next(g for g in gaps(ranges, total_bytes) if g[0] <= position < g[1])
         if skipped[1] >= total_bytes:
             return empty_page(meta, first_line, skipped)
         start = skipped[1]
@@ -186,7 +185,7 @@ def read_page(
             known_last = last_wanted
     stop_gap: Range | None = None
     if end == range_end and range_end < total_bytes:
-        stop_gap = next(g for g in unstored if g[0] == range_end)
+        stop_gap = next(g for g in gaps(ranges, total_bytes) if g[0] == range_end)
     if max_bytes is not None and end - start > max_bytes:
         limit = start + max_bytes
         window = read(start, limit + 1)
