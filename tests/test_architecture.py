@@ -32,10 +32,11 @@ from spillstore._errors import SpillstoreError
 PACKAGE_DIR = Path(spillstore.__file__).resolve().parent
 MAX_MODULE_LINES = 500
 
-_BASE = frozenset({"_errors", "_content", "_core", "_twins"})
+_BASE = frozenset({"_version", "_errors", "_content", "_core", "_twins"})
 _BELOW_SHELLS = _BASE | {"_settings", "text", "_stores", "s3", "_tools", "_service"}
 
 ALLOWED: dict[str, frozenset[str]] = {
+    "_version": frozenset(),
     "_errors": frozenset(),
     "_content": frozenset({"_errors"}),
     "_core": frozenset({"_errors", "_content"}),
