@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: exactly _EXPORTS (a test holds 
     from spillstore._content import ToolResult as ToolResult
     from spillstore._core.gc_plan import GcEntry as GcEntry
     from spillstore._core.gc_plan import GcReport as GcReport
+    from spillstore._core.paging import LinePage as LinePage
     from spillstore._errors import ConfigError as ConfigError
     from spillstore._errors import InvalidSpillId as InvalidSpillId
     from spillstore._errors import PathOutsideStore as PathOutsideStore
@@ -48,14 +49,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: exactly _EXPORTS (a test holds 
     from spillstore._settings import Settings as Settings
     from spillstore._settings import parse_duration as parse_duration
     from spillstore._settings import parse_size as parse_size
-    from spillstore._stores.base import USE_STORE_DEFAULT as USE_STORE_DEFAULT
-    from spillstore._stores.base import AsyncSpillWriter as AsyncSpillWriter
-    from spillstore._stores.base import SpillWriter as SpillWriter
+    from spillstore._stores.backend import USE_STORE_DEFAULT as USE_STORE_DEFAULT
     from spillstore._stores.base import Store as Store
     from spillstore._stores.local import LocalStore as LocalStore
     from spillstore._stores.memory import MemoryStore as MemoryStore
-    from spillstore._stores.meta import LinePage as LinePage
     from spillstore._stores.meta import SpillMeta as SpillMeta
+    from spillstore._stores.writer import AsyncSpillWriter as AsyncSpillWriter
+    from spillstore._stores.writer import SpillWriter as SpillWriter
     from spillstore._tools.args import GrepArgs as GrepArgs
     from spillstore._tools.args import ListArgs as ListArgs
     from spillstore._tools.args import ReadArgs as ReadArgs
@@ -68,10 +68,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "spillstore._service.service": ("TruncationService",),
     "spillstore._service.accumulator": ("OutputAccumulator",),
     "spillstore._service.wrap": ("wrap", "call_context"),
-    "spillstore._stores.base": ("Store", "SpillWriter", "AsyncSpillWriter", "USE_STORE_DEFAULT"),
+    "spillstore._stores.base": ("Store",),
+    "spillstore._stores.backend": ("USE_STORE_DEFAULT",),
+    "spillstore._stores.writer": ("SpillWriter", "AsyncSpillWriter"),
     "spillstore._stores.local": ("LocalStore",),
     "spillstore._stores.memory": ("MemoryStore",),
-    "spillstore._stores.meta": ("SpillMeta", "LinePage"),
+    "spillstore._stores.meta": ("SpillMeta",),
+    "spillstore._core.paging": ("LinePage",),
     "spillstore._core.gc_plan": ("GcReport", "GcEntry"),
     "spillstore._tools.spill_tools": ("SpillTools", "delegate_read"),
     "spillstore._tools.args": ("ReadArgs", "GrepArgs", "ListArgs"),

@@ -7,6 +7,9 @@ drawn often enough to sit at the edges of every cut.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 from hypothesis import strategies as st
 
 from spillstore._content import MediaPart, Part, TextPart
@@ -58,3 +61,28 @@ parts: st.SearchStrategy[list[Part]] = st.lists(
     st.one_of(hostile_text.map(TextPart), media_parts), max_size=8
 )
 """Content lists mixing text and media parts."""
+
+SPILL_PIECES = [b"\n", b"a", b"line of text\n", b"\r\n", "\u00e9".encode(), "\u20ac".encode()]
+SPILL_PIECES += ["\U0001f600".encode(), b"\xff", b"\x80", b"\xf0\x9f", b""]
+
+spill_outputs = st.one_of(
+    raw_bytes,
+    st.lists(st.sampled_from(SPILL_PIECES), max_size=400).map(b"".join),
+    hostile_text.map(lambda s: s.encode("utf-8", "surrogatepass")),
+)
+"""Tool outputs as bytes: many lines, multi-byte characters, invalid and cut sequences."""
+
+
+@st.composite
+def retention_limits(draw: st.DrawFn) -> tuple[int | None, int]:
+    """A retention cap (None: keep everything) and a tail that fits under it."""
+    cap = draw(st.one_of(st.none(), st.integers(0, 300)))
+    tail = 0 if cap is None else draw(st.integers(0, cap))
+    return cap, tail
+
+
+def chunks(data: bytes, cuts: list[int]) -> Iterator[bytes]:
+    """``data`` split at the drawn ``cuts`` (clamped, deduplicated): how a stream arrives."""
+    points = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    for a, b in itertools.pairwise(points):
+        yield data[a:b]

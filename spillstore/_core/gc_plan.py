@@ -7,13 +7,12 @@ property-tested without touching a disk, and every backend applies the same one.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spillstore._errors import ConfigError
+from spillstore._core.checks import check_int, check_number
 
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
@@ -106,17 +105,6 @@ class GcReport(BaseModel):
         return tuple(e.spill_id for e in self.entries if e.spill_id is not None)
 
 
-def _check_limit(name: str, value: float | None, *, integer: bool) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise ConfigError(f"{name} must be a number or None; got {value!r}", field=name)
-    if integer and not isinstance(value, int):
-        raise ConfigError(f"{name} must be an int or None; got {value!r}", field=name)
-    if value < 0:
-        raise ConfigError(f"{name} must not be negative; got {value!r}", field=name)
-
-
 def validate_gc_limits(
     *,
     max_age: float | None,
@@ -128,12 +116,13 @@ def validate_gc_limits(
 
     Raises:
         ConfigError: a limit is negative, NaN, a bool, or (for byte and file counts) not
-            an int.
+            an int; ``grace`` is None.
     """
-    _check_limit("max_age", max_age, integer=False)
-    _check_limit("max_total_bytes", max_total_bytes, integer=True)
-    _check_limit("max_files", max_files, integer=True)
-    _check_limit("grace", grace, integer=False)
+    if max_age is not None:
+        check_number("max_age", max_age)
+    check_int("max_total_bytes", max_total_bytes, allow_none=True)
+    check_int("max_files", max_files, allow_none=True)
+    check_number("grace", grace)
 
 
 def plan_gc(

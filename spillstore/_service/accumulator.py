@@ -36,8 +36,8 @@ from spillstore._service.flow import (
 from spillstore._service.render import render
 
 if TYPE_CHECKING:
-    from spillstore._stores.base import AsyncSpillWriter, SpillWriter
     from spillstore._stores.meta import SpillMeta
+    from spillstore._stores.writer import AsyncSpillWriter, SpillWriter
 
 __all__ = ["OutputAccumulator"]
 

@@ -4,33 +4,21 @@ from __future__ import annotations
 
 import builtins
 import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable
+from typing import Unpack
 
-from spillstore._errors import SpillNotFound, StoreError
-from spillstore._stores.base import DataReader, Sink, Store, expired_error
-from spillstore._stores.meta import (
-    DEFAULT_RETAINED_TAIL_BYTES,
-    DEFAULT_RETENTION_BYTES,
-    SpillMeta,
-)
+from spillstore._core.cache import BoundedCache
+from spillstore._errors import StoreError
+from spillstore._stores.backend import BytesReader, DataReader, StoreOptions
+from spillstore._stores.base import Store
+from spillstore._stores.errors import expired_error, not_found_error
+from spillstore._stores.meta import SpillMeta
+from spillstore._stores.writer import Sink
 
 __all__ = ["MemoryStore"]
 
 TOMBSTONES_KEPT = 100_000
-"""Removed ids remembered (to say "expired" rather than "not found"), newest kept."""
-
-
-class _MemoryReader(DataReader):
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def read(self, start: int, end: int) -> bytes:
-        return self._data[start:end]
-
-    def buffer(self) -> bytes:
-        return self._data
+"""Removed ids remembered (to say "expired" rather than "not found"), the most recently
+removed or read kept."""
 
 
 class _MemorySink(Sink):
@@ -56,28 +44,20 @@ class MemoryStore(Store):
     """A store that keeps spills in this process's memory (thread-safe).
 
     Same contract as the local store, minus paths: ``meta.path`` is None and
-    ``resolve`` accepts ids only. Removed ids are remembered (the newest 100,000) so
+    ``resolve`` accepts ids only. Removed ids are remembered (100,000 of them) so
     reading one raises :class:`~spillstore.SpillExpired`.
 
     Args:
-        clock: epoch seconds, for ``created_at`` and ``gc``.
+        clock: epoch seconds, for ``created_at`` and ``gc`` (default ``time.time``).
         retention_bytes: default retention cap (None: keep everything).
         retained_tail_bytes: default tail kept past the cap.
     """
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.time,
-        retention_bytes: int | None = DEFAULT_RETENTION_BYTES,
-        retained_tail_bytes: int = DEFAULT_RETAINED_TAIL_BYTES,
-    ) -> None:
-        super().__init__(
-            clock=clock, retention_bytes=retention_bytes, retained_tail_bytes=retained_tail_bytes
-        )
+    def __init__(self, **options: Unpack[StoreOptions]) -> None:
+        super().__init__(**options)
         self._lock = threading.Lock()
         self._spills: dict[str, tuple[SpillMeta, bytes, bytes]] = {}
-        self._tombstones: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._tombstones: BoundedCache[str, tuple[str, float]] = BoundedCache(TOMBSTONES_KEPT)
 
     def _publish(self, meta: SpillMeta, data: bytes, index: bytes) -> SpillMeta:
         with self._lock:
@@ -85,7 +65,7 @@ class MemoryStore(Store):
             if existing is not None:
                 return existing[0]
             self._spills[meta.spill_id] = (meta, data, index)
-            self._tombstones.pop(meta.spill_id, None)
+            self._tombstones.pop(meta.spill_id)
         return meta
 
     def _create(self, session: str) -> Sink:
@@ -99,7 +79,7 @@ class MemoryStore(Store):
             tombstone = self._tombstones.get(spill_id)
         if tombstone is not None:
             raise expired_error(spill_id, *tombstone)
-        raise SpillNotFound(f"no spill with id {spill_id}", spill_id=spill_id)
+        raise not_found_error(spill_id)
 
     def _entry(self, meta: SpillMeta) -> tuple[SpillMeta, bytes, bytes]:
         with self._lock:
@@ -118,7 +98,7 @@ class MemoryStore(Store):
             ]
 
     def _open(self, meta: SpillMeta) -> DataReader:
-        return _MemoryReader(self._entry(meta)[1])
+        return BytesReader(self._entry(meta)[1])
 
     def _read_index(self, meta: SpillMeta) -> bytes:
         return self._entry(meta)[2]
@@ -127,8 +107,5 @@ class MemoryStore(Store):
         with self._lock:
             removed = self._spills.pop(meta.spill_id, None) is not None
             if removed:
-                self._tombstones[meta.spill_id] = (reason, now)
-                self._tombstones.move_to_end(meta.spill_id)
-                while len(self._tombstones) > TOMBSTONES_KEPT:
-                    self._tombstones.popitem(last=False)
+                self._tombstones.put(meta.spill_id, (reason, now))
         return removed

@@ -23,11 +23,12 @@ import mmap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from spillstore._core.index import LineIndex
 from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import utf8_size
 from spillstore._errors import SpillNotFound, SpillstoreError
 from spillstore._stores.base import Store
-from spillstore._stores.meta import LineIndex, SpillMeta
+from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import MAX_SAFE_INT, GrepArgs
 from spillstore._tools.grep_lines import ContentWriter
 from spillstore._tools.regex import Matcher

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 
+from spillstore._core.ids import validate_session
 from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import head_cut, utf8_size
 from spillstore._errors import ConfigError, RequestRefused, SpillstoreError
-from spillstore._stores.meta import SpillMeta, validate_session
+from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import ListArgs
 from spillstore._tools.text import ToolsView, quote
 

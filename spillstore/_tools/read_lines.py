@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from itertools import accumulate, repeat
 from operator import add
 
+from spillstore._core.index import LineIndex, nth_newline
+from spillstore._core.paging import LinePage
 from spillstore._core.ranges import Range, format_lines
 from spillstore._core.utf8 import utf8_size
-from spillstore._stores.meta import LineIndex, LinePage, SpillMeta, nth_newline
+from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import MAX_SAFE_INT, ReadArgs
 from spillstore._tools.text import ToolsView, fit
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from spillstore._stores.meta import INDEX_BLOCK_BYTES, LineIndex
+from spillstore._core.index import INDEX_BLOCK_BYTES, LineIndex
 from spillstore._tools.regex import Buffer, Matcher, RawMatch
 
 __all__ = [

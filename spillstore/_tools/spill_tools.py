@@ -41,9 +41,10 @@ from pydantic import ValidationError
 from spillstore._content import ToolResult
 from spillstore._core.cache import BoundedCache
 from spillstore._core.checks import check_int
+from spillstore._core.ids import is_spill_id, validate_session
 from spillstore._errors import ConfigError, RequestRefused, SpillNotFound, SpillstoreError
 from spillstore._stores.base import Store
-from spillstore._stores.meta import SpillMeta, is_spill_id, validate_session
+from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import (
     DEFAULT_HEAD_LIMIT,
     DEFAULT_LIST_LIMIT,

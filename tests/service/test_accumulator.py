@@ -11,8 +11,8 @@ from spillstore._core.utf8 import utf8_size
 from spillstore._errors import StoreError, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
-from spillstore._stores.base import SpillWriter
 from spillstore._stores.memory import MemoryStore
+from spillstore._stores.writer import SpillWriter
 
 SMALL = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
 

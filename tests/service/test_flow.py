@@ -14,10 +14,10 @@ from spillstore._errors import ConfigError, SpillExpired, StoreError, UsageError
 from spillstore._service.flow import Flow, Request, adrive, blocking, call, drive
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
-from spillstore._stores.base import SpillWriter
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
 from spillstore._stores.meta import SpillMeta
+from spillstore._stores.writer import SpillWriter
 
 SMALL = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
 BIG = "".join(f"line {n:06d} of a long log\n" for n in range(2_000))

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 import obstore
 import pytest
 
-import spillstore.s3 as s3_module
+import spillstore._stores.s3_io as s3_io
+from spillstore._core.index import INDEX_BLOCK_BYTES
 from spillstore._errors import ConfigError, SpillExpired, SpillNotFound, StoreError
 from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
-from spillstore._stores.meta import INDEX_BLOCK_BYTES
+from spillstore._stores.s3_bucket import Sidecar
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.s3 import S3Store, check_key
 
@@ -179,7 +180,7 @@ def test_a_different_spill_is_never_written_over_an_id(s3_store: S3Store) -> Non
     planned = MemoryStore().put(b"mine\n", **KW)
     forged = planned.model_copy(update={"sha256": "0" * 64})
     key = f"s1/{planned.spill_id}.json"
-    body = s3_module._Sidecar(data="f" * 32, meta=forged).model_dump_json().encode()
+    body = Sidecar(data="f" * 32, meta=forged).model_dump_json().encode()
     obstore.put(s3_store._object_store, key, body)
     with pytest.raises(StoreError, match="taken by other content"):
         s3_store.put(b"mine\n", **KW)
@@ -239,13 +240,13 @@ def test_segments_spool_large_spills_to_an_mmap(
     """Above the spool threshold Grep's buffers are an mmap of a temp file, not RAM copies."""
     data = _log(10_000)
     meta = s3_store.put(data, **KW, retention_bytes=100_000, retained_tail_bytes=30_000)
-    monkeypatch.setattr(s3_module, "SPOOL_MIN_BYTES", 1000)
+    monkeypatch.setattr(s3_io, "SPOOL_MIN_BYTES", 1000)
     with s3_store.segments(meta.spill_id) as segments:
         assert [start for start, _ in segments] == [0, len(data) - 30_000]
         for start, view in segments:
             assert type(view.obj).__name__ == "mmap"
             assert bytes(view) == data[start : start + len(view)]
-    monkeypatch.setattr(s3_module, "SPOOL_MIN_BYTES", 1 << 30)
+    monkeypatch.setattr(s3_io, "SPOOL_MIN_BYTES", 1 << 30)
     with s3_store.segments(meta.spill_id) as segments:
         assert all(isinstance(view.obj, bytes) for _, view in segments)
 

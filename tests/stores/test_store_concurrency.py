@@ -12,9 +12,9 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from spillstore._core.index import count_lines
 from spillstore._errors import SpillExpired, SpillNotFound
 from spillstore._stores.local import LocalStore
-from spillstore._stores.meta import count_lines
 
 WRITERS = 8
 SPILLS_EACH = 200

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from spillstore._core.ids import is_spill_id
+from spillstore._core.index import count_lines
 from spillstore._errors import (
     ConfigError,
     InvalidSpillId,
@@ -20,7 +22,6 @@ from spillstore._errors import (
     UsageError,
 )
 from spillstore._stores.base import Store
-from spillstore._stores.meta import count_lines, is_spill_id
 
 if TYPE_CHECKING:
     from tests.stores.store_fixtures import FakeClock, StoreFactory
@@ -595,3 +596,22 @@ async def test_async_writer(store: Store, tmp_path: Path) -> None:
     source.write_bytes(b"adopted\n")
     adopted = await store.aadopt(os.fspath(source), **{**KW, "tool_call_id": "adopt"})
     assert store.read_bytes(adopted.spill_id, 0, 100) == b"adopted\n"
+
+
+@pytest.mark.anyio
+async def test_a_finished_writer_refuses_more_with_one_error_type(store: Store) -> None:
+    """Writing to or committing a committed writer raises UsageError, sync and async alike."""
+    with store.writer(**KW) as w:
+        w.write(b"once\n")
+        w.commit()
+        with pytest.raises(UsageError, match="committed"):
+            w.write(b"twice\n")
+        with pytest.raises(UsageError, match="committed"):
+            w.commit()
+    async with store.awriter(**{**KW, "tool_call_id": "async"}) as aw:
+        await aw.write(b"once\n")
+        await aw.commit()
+        with pytest.raises(UsageError, match="committed"):
+            await aw.write(b"twice\n")
+        with pytest.raises(UsageError, match="committed"):
+            await aw.commit()

@@ -16,16 +16,25 @@ from typing import Any
 import pytest
 
 import spillstore._stores.local as local_module
+import spillstore._stores.local_files as local_files_module
+import spillstore._stores.local_sink as local_sink_module
 from spillstore._errors import SpillNotFound, StoreError
 from spillstore._stores.local import LocalStore
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
 SMALL = b"".join(b"small line %d\n" % n for n in range(200))
 LARGE = b"".join(b"large line %07d\n" % n for n in range(200_000))  # 3.6 MB: threaded path
+LOCAL_MODULES = (local_module, local_files_module, local_sink_module)
+"""The modules of the local store: every system call it makes goes through their ``os``."""
+
+
+def _use_os(monkeypatch: pytest.MonkeyPatch, fake: object) -> None:
+    for module in LOCAL_MODULES:
+        monkeypatch.setattr(module, "os", fake)
 
 
 class FaultyOs:
-    """Stands in for the ``os`` module inside ``spillstore._stores.local``; fails one call."""
+    """Stands in for the ``os`` module inside the local store's modules; fails one call."""
 
     def __init__(self, name: str, at: int, err: int) -> None:
         self.name = name
@@ -67,7 +76,7 @@ def test_failing_syscall_leaves_nothing(
     """ENOSPC/EIO/EACCES at any write, fsync or link: one StoreError, nothing left, store works."""
     root = tmp_path / "root"
     counter = FaultyOs(call, 0, 0)
-    monkeypatch.setattr(local_module, "os", counter)
+    _use_os(monkeypatch, counter)
     _put(LocalStore(root), data)
     total_calls = counter.calls
     assert total_calls >= 3
@@ -76,12 +85,12 @@ def test_failing_syscall_leaves_nothing(
         err = errnos[at % 3]
         fresh = tmp_path / f"r{at}"
         store = LocalStore(fresh)
-        monkeypatch.setattr(local_module, "os", FaultyOs(call, at, err))
+        _use_os(monkeypatch, FaultyOs(call, at, err))
         with pytest.raises(StoreError) as caught:
             _put(store, data)
         assert caught.value.errno == err
         assert isinstance(caught.value.__cause__, OSError)
-        monkeypatch.setattr(local_module, "os", os)
+        _use_os(monkeypatch, os)
         assert _files(fresh) == [], (call, at)
         assert store.list() == []
         meta = _put(store, data)
@@ -180,7 +189,9 @@ def _run_writer_until(root: Path, kill_at: int | None) -> tuple[int, bool]:
         os.close(point_r)
         os.close(go_w)
         store = LocalStore(root)
-        local_module.os = _Handshake(point_w, go_r)  # type: ignore[assignment]
+        handshake = _Handshake(point_w, go_r)
+        for module in LOCAL_MODULES:
+            module.os = handshake  # type: ignore[assignment]
         store.put(KILL_CHUNKS, **KW)
         os.write(point_w, b"E")
 

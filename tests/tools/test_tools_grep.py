@@ -12,10 +12,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from spillstore._content import ToolResult
+from spillstore._core.index import LineIndex
 from spillstore._errors import RequestRefused
 from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
-from spillstore._stores.meta import LineIndex
 from spillstore._tools.regex import compile_pattern, required_literal
 from spillstore._tools.scan import Haystack, iter_hits
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools

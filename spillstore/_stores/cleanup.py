@@ -1,0 +1,183 @@
+"""Removing spills: ``delete``, ``clean`` and ``gc``, shared by every backend.
+
+``gc`` lists the spills, lets the pure :func:`~spillstore._core.gc_plan.plan_gc` choose
+what goes and why, and removes it through the backend's ``_remove``; leftovers of dead
+writers come from the backend's ``_orphans`` hook. One cleaner runs at a time (the
+``_cleaner_lock`` hook: a thread lock, plus a file lock or a bucket lease in the
+backends). Each async twin sits right after its sync method.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+
+from spillstore._core.gc_plan import (
+    DEFAULT_GRACE_SECONDS,
+    GcCandidate,
+    GcEntry,
+    GcReason,
+    GcReport,
+    plan_gc,
+    validate_gc_limits,
+)
+from spillstore._core.ids import validate_session, validate_spill_id
+from spillstore._errors import SpillstoreError
+from spillstore._stores.backend import Backend
+from spillstore._stores.meta import SpillMeta
+from spillstore._twins import in_thread
+
+__all__ = ["CleanupOps"]
+
+logger = logging.getLogger("spillstore")
+
+
+class CleanupOps(Backend):
+    """``delete``, ``clean`` and ``gc``, each with its async twin."""
+
+    def delete(self, spill_id: str) -> bool:
+        """Remove a spill; return whether this call removed it.
+
+        Reading it afterwards raises :class:`SpillExpired`. Already gone is not an error.
+        """
+        validate_spill_id(spill_id)
+        try:
+            meta = self._stat(spill_id)
+        except SpillstoreError as exc:
+            if isinstance(exc, LookupError):
+                return False
+            raise
+        removed = self._remove(meta, reason="delete", now=self._clock())
+        if removed:
+            logger.info("deleted spill %s", spill_id)
+        return removed
+
+    async def adelete(self, spill_id: str) -> bool:
+        """Async twin of :meth:`delete`."""
+        return await in_thread(self.delete)(spill_id)
+
+    def clean(self, session: str, *, grace: float = DEFAULT_GRACE_SECONDS) -> GcReport:
+        """Remove every spill of ``session`` (whatever its age).
+
+        Orphan temp files of the session are removed too once older than ``grace`` (a
+        younger one may belong to a writer still running).
+        """
+        validate_session(session)
+        validate_gc_limits(max_age=None, max_total_bytes=None, max_files=None, grace=grace)
+        now = self._clock()
+        entries: builtins.list[GcEntry] = []
+        with self._cleaner_lock():
+            for meta in self._list(session):
+                self._remove(meta, reason="session", now=now)
+                entries.append(_entry(meta, "session"))
+            for entry, remove in self._orphans(session, now=now, grace=grace):
+                remove()
+                entries.append(entry)
+        report = GcReport.of(entries, dry_run=False)
+        logger.info(
+            "cleaned session %s: %s entries, %s bytes", session, len(entries), report.bytes_freed
+        )
+        return report
+
+    async def aclean(self, session: str, *, grace: float = DEFAULT_GRACE_SECONDS) -> GcReport:
+        """Async twin of :meth:`clean`."""
+        return await in_thread(self.clean)(session, grace=grace)
+
+    def gc(
+        self,
+        *,
+        max_age: float | None = None,
+        max_total_bytes: int | None = None,
+        max_files: int | None = None,
+        dry_run: bool = False,
+        now: float | None = None,
+        grace: float = DEFAULT_GRACE_SECONDS,
+    ) -> GcReport:
+        """Remove old spills and leftovers of dead writers; report what and why.
+
+        Nothing younger than ``grace`` seconds is removed; oldest go first; only
+        spillstore's own files are touched; one cleaner runs at a time. See
+        :func:`spillstore._core.gc_plan.plan_gc` for the rules.
+
+        Args:
+            max_age: remove spills older than this many seconds.
+            max_total_bytes: then remove the oldest until the stored bytes fit.
+            max_files: then remove the oldest until this many spills remain.
+            dry_run: remove nothing; report what would be removed.
+            now: the time to judge ages by (default: the store's clock).
+            grace: the minimum age of anything removed.
+        """
+        validate_gc_limits(
+            max_age=max_age, max_total_bytes=max_total_bytes, max_files=max_files, grace=grace
+        )
+        if now is None:
+            now = self._clock()
+        entries: builtins.list[GcEntry] = []
+        with self._cleaner_lock():
+            metas = {m.spill_id: m for m in self._list(None)}
+            plan = plan_gc(
+                [
+                    GcCandidate(
+                        spill_id=m.spill_id,
+                        session=m.session,
+                        created_at=m.created_at,
+                        stored_bytes=m.stored_bytes,
+                    )
+                    for m in metas.values()
+                ],
+                now=now,
+                max_age=max_age,
+                max_total_bytes=max_total_bytes,
+                max_files=max_files,
+                grace=grace,
+            )
+            for candidate, reason in plan:
+                meta = metas[candidate.spill_id]
+                if not dry_run:
+                    self._remove(meta, reason=reason, now=now)
+                entries.append(_entry(meta, reason))
+            for entry, remove in self._orphans(None, now=now, grace=grace):
+                if not dry_run:
+                    remove()
+                entries.append(entry)
+            if not dry_run:
+                self._after_gc(now=now)
+        report = GcReport.of(entries, dry_run=dry_run)
+        logger.info(
+            "gc%s: %s entries, %s bytes",
+            " (dry run)" if dry_run else "",
+            len(entries),
+            report.bytes_freed,
+        )
+        return report
+
+    async def agc(
+        self,
+        *,
+        max_age: float | None = None,
+        max_total_bytes: int | None = None,
+        max_files: int | None = None,
+        dry_run: bool = False,
+        now: float | None = None,
+        grace: float = DEFAULT_GRACE_SECONDS,
+    ) -> GcReport:
+        """Async twin of :meth:`gc`."""
+        return await in_thread(self.gc)(
+            max_age=max_age,
+            max_total_bytes=max_total_bytes,
+            max_files=max_files,
+            dry_run=dry_run,
+            now=now,
+            grace=grace,
+        )
+
+
+def _entry(meta: SpillMeta, reason: GcReason) -> GcEntry:
+    return GcEntry(
+        spill_id=meta.spill_id,
+        session=meta.session,
+        name=meta.spill_id,
+        bytes=meta.stored_bytes,
+        reason=reason,
+        created_at=meta.created_at,
+    )

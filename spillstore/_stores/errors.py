@@ -1,0 +1,58 @@
+"""The errors every backend raises alike: "not found", "expired", and failed I/O.
+
+A read of a spill that never existed and of one that was removed must say different
+things (the second says why and when), in the same words for every backend; and a
+failing system call becomes one :class:`~spillstore.StoreError`, chained to its cause
+(house-style 11).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import Iterator
+
+from spillstore._errors import SpillExpired, SpillNotFound, StoreError
+
+__all__ = ["expired_error", "map_os_errors", "not_found_error"]
+
+_REMOVAL_REASONS = {
+    "delete": "deleted",
+    "age": "collected by gc as older than max_age",
+    "total_bytes": "collected by gc to keep the store under max_total_bytes",
+    "max_files": "collected by gc to keep the store under max_files",
+    "session": "removed when its session was cleaned",
+}
+
+
+def not_found_error(spill_id: str) -> SpillNotFound:
+    """Build the :class:`SpillNotFound` for an id the store never held."""
+    return SpillNotFound(f"no spill with id {spill_id}", spill_id=spill_id)
+
+
+def expired_error(spill_id: str, reason: str | None, removed_at: float | None) -> SpillExpired:
+    """Build the :class:`SpillExpired` for a removed spill, saying why and when.
+
+    ``reason`` and ``removed_at`` come from the spill's tombstone; both are None when
+    the store only knows the spill was there and is not any more.
+    """
+    why = _REMOVAL_REASONS.get(reason or "", "removed")
+    when = ""
+    if removed_at is not None:
+        stamp = datetime.datetime.fromtimestamp(removed_at, datetime.UTC)
+        when = f" at {stamp.isoformat(timespec='seconds')}"
+    return SpillExpired(
+        f"spill {spill_id} has expired: it was {why}{when}, and can no longer be read",
+        spill_id=spill_id,
+    )
+
+
+@contextlib.contextmanager
+def map_os_errors(action: str) -> Iterator[None]:
+    """Translate ``OSError`` into one :class:`StoreError` saying what failed, chained."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except OSError as exc:
+        raise StoreError(exc.errno, f"{action}: {exc.strerror or exc}") from exc

@@ -1,0 +1,344 @@
+"""The local store's files: safe system calls, the root and its session directories.
+
+Every file is opened with ``O_NOFOLLOW|O_NONBLOCK``, relative to a session directory
+opened with ``O_NOFOLLOW|O_DIRECTORY``, and must be a regular file; every directory is
+created 0700, one level at a time, and refused when it is a symlink, not ours, or
+writable by others. :class:`LocalRoot` knows where everything lives (see the layout in
+:mod:`~spillstore._stores.local`) and reads the small files (sidecars, tombstones);
+:class:`LocalReader` reads a data file. Writing is :mod:`~spillstore._stores.local_sink`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno
+import logging
+import os
+import re
+import secrets
+import stat
+from collections.abc import Iterator
+from typing import Final
+
+from pydantic import ValidationError
+
+from spillstore._core.cache import BoundedCache
+from spillstore._core.ids import is_session, validate_session
+from spillstore._errors import StoreError, UnsafeStoreRoot
+from spillstore._stores.backend import MappedReader
+from spillstore._stores.errors import expired_error, map_os_errors
+from spillstore._stores.meta import TOMBSTONE_MAX_BYTES, SpillMeta, parse_tombstone
+
+__all__ = [
+    "CREATE_FLAGS",
+    "READ_FLAGS",
+    "TEMP_RE",
+    "LocalReader",
+    "LocalRoot",
+    "check_dir",
+    "make_dirs",
+    "read_all",
+    "temp_name",
+    "unlink_quiet",
+    "write_all",
+]
+
+logger = logging.getLogger("spillstore")
+
+DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json)")
+"""The name of a file being written (data, index or sidecar)."""
+
+MAX_SIDECAR_BYTES: Final = 16 << 20
+MAX_INDEX_BYTES: Final = 1 << 30
+SESSION_CACHE_SIZE: Final = 65536
+"""Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions)."""
+
+
+def temp_name(ext: str) -> str:
+    """A fresh temp file name (``.tmp-<16 hex>.<ext>``), never a spill's name."""
+    return f".tmp-{secrets.token_hex(8)}.{ext}"
+
+
+def check_dir(st: os.stat_result, path: str, what: str) -> None:
+    """Refuse a directory that is a symlink, not ours, or writable by others.
+
+    Raises:
+        UnsafeStoreRoot: it is; spillstore never changes permissions itself.
+    """
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeStoreRoot(
+            errno.ELOOP, f"refusing {what} {path}: it is a symlink (use its target instead)"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeStoreRoot(errno.ENOTDIR, f"refusing {what} {path}: not a directory")
+    if st.st_uid != os.geteuid():
+        raise UnsafeStoreRoot(
+            errno.EPERM,
+            f"refusing {what} {path}: it is owned by uid {st.st_uid}, not by this user "
+            f"(uid {os.geteuid()})",
+        )
+    if st.st_mode & 0o022:
+        raise UnsafeStoreRoot(
+            errno.EPERM,
+            f"refusing {what} {path}: it is writable by group or others "
+            f"(mode {oct(stat.S_IMODE(st.st_mode))}); spillstore never changes permissions "
+            f"itself: run chmod go-w on it, or choose another directory",
+        )
+
+
+def make_dirs(path: str) -> None:
+    """Create ``path`` and missing parents one level at a time, each 0700."""
+    missing: list[str] = []
+    current = path
+    while not os.path.lexists(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+
+
+def read_all(fd: int, limit: int, what: str) -> bytes:
+    """Read a whole small regular file.
+
+    Raises:
+        StoreError: it is not a regular file, or it is larger than ``limit``.
+    """
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(errno.EINVAL, f"{what} is not a regular file")
+    if st.st_size > limit:
+        raise StoreError(errno.EFBIG, f"{what} is implausibly large ({st.st_size} bytes)")
+    chunks = []
+    while piece := os.read(fd, max(st.st_size, 4096)):
+        chunks.append(piece)
+    return b"".join(chunks)
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of ``data`` (``os.write`` may write less than asked)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def unlink_quiet(name: str, dir_fd: int) -> bool:
+    """Unlink ``name``; return whether it existed. Other errors are logged, not raised."""
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        logger.warning("could not remove %s: %s", name, exc)
+        return False
+    return True
+
+
+class LocalReader(MappedReader):
+    """Reads a spill's data file with ``pread``; its buffer is an ``mmap`` of the file."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd = fd
+        self._size = size
+
+    def read(self, start: int, end: int) -> bytes:
+        with map_os_errors("cannot read spill data"):
+            data = os.pread(self._fd, end - start, start)
+            while len(data) < end - start:
+                more = os.pread(self._fd, end - start - len(data), start + len(data))
+                if not more:
+                    raise StoreError(errno.EIO, "spill data file is shorter than recorded")
+                data += more
+        return data
+
+    def buffer(self) -> bytes | memoryview:
+        if self._size == 0:
+            return b""
+        with map_os_errors("cannot map spill data"):
+            return self._map(self._fd)
+
+    def close(self) -> None:
+        super().close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class LocalRoot:
+    """A store root on disk: where each session's directory and each spill's files are.
+
+    Args:
+        path: the absolute root; it must exist and pass :func:`check_dir`.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.real_path = os.path.realpath(path)
+        self._sessions: BoundedCache[str, str] = BoundedCache(SESSION_CACHE_SIZE)
+
+    def open(self) -> int:
+        """Open the root directory, checked again (it may have been swapped since)."""
+        try:
+            fd = os.open(self.path, DIR_FLAGS)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafeStoreRoot(
+                    exc.errno, f"refusing store root {self.path}: it is a symlink"
+                ) from exc
+            raise StoreError(
+                exc.errno, f"cannot open store root {self.path}: {exc.strerror}"
+            ) from exc
+        try:
+            check_dir(os.fstat(fd), self.path, "store root")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def open_session(self, session: str, *, create: bool) -> int:
+        """Open a session directory (creating it 0700 if asked); -1 if it does not exist."""
+        validate_session(session)
+        root_fd = self.open()
+        path = os.path.join(self.path, session)
+        try:
+            try:
+                fd = os.open(session, DIR_FLAGS, dir_fd=root_fd)
+            except FileNotFoundError:
+                if not create:
+                    return -1
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(session, 0o700, dir_fd=root_fd)
+                fd = os.open(session, DIR_FLAGS, dir_fd=root_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafeStoreRoot(
+                    exc.errno, f"refusing session directory {path}: not a real directory"
+                ) from exc
+            raise StoreError(exc.errno, f"cannot open {path}: {exc.strerror}") from exc
+        finally:
+            os.close(root_fd)
+        try:
+            check_dir(os.fstat(fd), path, "session directory")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    @contextlib.contextmanager
+    def session_dir(self, session: str) -> Iterator[int]:
+        """Hold a session directory open; the fd is -1 if it does not exist."""
+        fd = self.open_session(session, create=False)
+        try:
+            yield fd
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def session_names(self) -> builtins.list[str]:
+        """The session directories under the root, sorted."""
+        root_fd = self.open()
+        try:
+            with os.scandir(root_fd) as entries:
+                return sorted(
+                    entry.name
+                    for entry in entries
+                    if entry.is_dir(follow_symlinks=False) and is_session(entry.name)
+                )
+        finally:
+            os.close(root_fd)
+
+    def scan(
+        self, session: str | None
+    ) -> Iterator[tuple[str, int, builtins.list[os.DirEntry[str]]]]:
+        """Yield ``(session, dir_fd, entries)`` for ``session``, or for every session.
+
+        A session directory that does not exist is skipped; ``dir_fd`` stays open until
+        the next item is asked for.
+        """
+        for name in [session] if session is not None else self.session_names():
+            with self.session_dir(name) as dir_fd:
+                if dir_fd < 0:
+                    continue
+                with os.scandir(dir_fd) as entries:
+                    listed = builtins.list(entries)
+                yield name, dir_fd, listed
+
+    def data_path(self, meta: SpillMeta) -> str:
+        """The absolute path of a spill's data file (symlinks in the root resolved)."""
+        return os.path.join(self.real_path, meta.session, f"{meta.spill_id}.out")
+
+    def remember_session(self, spill_id: str, session: str) -> None:
+        """Note which session holds ``spill_id`` (ids are never reused across sessions)."""
+        self._sessions.put(spill_id, session)
+
+    def session_of(self, spill_id: str) -> str | None:
+        """The session holding (or that held) ``spill_id``, or None if none does."""
+        session = self._sessions.get(spill_id)
+        if session is not None:
+            return session
+        for name in self.session_names():
+            base = os.path.join(self.path, name, spill_id)
+            if os.path.lexists(base + ".json") or os.path.lexists(base + ".gone"):
+                self.remember_session(spill_id, name)
+                return name
+        return None
+
+    def load_meta(self, dir_fd: int, session: str, spill_id: str) -> SpillMeta | None:
+        """Read a spill's sidecar; None if it has none (it is not visible).
+
+        Raises:
+            StoreError: the sidecar is corrupt, or names another spill or session.
+        """
+        try:
+            fd = os.open(f"{spill_id}.json", READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        try:
+            raw = read_all(fd, MAX_SIDECAR_BYTES, f"the sidecar of spill {spill_id}")
+        finally:
+            os.close(fd)
+        try:
+            meta = SpillMeta.model_validate_json(raw)
+        except ValidationError as exc:
+            raise StoreError(errno.EINVAL, f"the sidecar of spill {spill_id} is corrupt") from exc
+        if meta.spill_id != spill_id or meta.session != session:
+            raise StoreError(
+                errno.EINVAL, f"the sidecar of spill {spill_id} names another spill or session"
+            )
+        return meta.model_copy(update={"path": self.data_path(meta)})
+
+    def tombstone(self, dir_fd: int, spill_id: str) -> tuple[str | None, float | None] | None:
+        """A removed spill's ``(reason, removed_at)``; None if it has no tombstone."""
+        try:
+            fd = os.open(f"{spill_id}.gone", READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        try:
+            raw = read_all(fd, TOMBSTONE_MAX_BYTES, "a tombstone")
+        finally:
+            os.close(fd)
+        return parse_tombstone(raw)
+
+    def open_spill_file(self, meta: SpillMeta, ext: str) -> int:
+        """Open a spill's ``.out`` or ``.idx`` file for reading.
+
+        Raises:
+            SpillExpired: the file (or its session) is gone, with the tombstone's reason.
+        """
+        spill_id = meta.spill_id
+        with self.session_dir(meta.session) as dir_fd:
+            if dir_fd < 0:
+                raise expired_error(spill_id, None, None)
+            try:
+                return os.open(f"{spill_id}.{ext}", READ_FLAGS, dir_fd=dir_fd)
+            except FileNotFoundError:
+                tombstone = self.tombstone(dir_fd, spill_id) or (None, None)
+                raise expired_error(spill_id, *tombstone) from None

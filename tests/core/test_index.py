@@ -1,0 +1,95 @@
+"""The streaming retention cut and the line index, for random outputs, chunkings and caps."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spillstore._core.index import (
+    IndexBuilder,
+    LineIndex,
+    count_lines,
+    nth_newline,
+    validate_retention,
+)
+from spillstore._errors import ConfigError
+from tests.strategies import chunks, retention_limits, spill_outputs
+
+
+@settings(max_examples=300)
+@given(
+    data=spill_outputs, limits=retention_limits(), cuts=st.lists(st.integers(0, 500), max_size=8)
+)
+def test_index_builder_is_exact(
+    data: bytes, limits: tuple[int | None, int], cuts: list[int]
+) -> None:
+    """The streaming builder stores what it says, cuts on boundaries, and indexes exactly."""
+    cap, tail = limits
+    builder = IndexBuilder(cap, tail, block_bytes=7)
+    written = bytearray()
+    for chunk in chunks(data, cuts):
+        written += builder.feed(chunk)
+    cut = builder.finish()
+    for part in cut.final_parts:
+        written += part
+    assert bytes(written) == b"".join(data[a:b] for a, b in cut.stored_ranges)
+    assert cut.total_lines == count_lines(data)
+    index = cut.index
+    assert list(index.offsets) == sorted(set(index.offsets))
+    for offset, newlines in zip(index.offsets, index.newlines, strict=True):
+        assert data.count(b"\n", 0, offset) == newlines
+    if cap is not None and len(data) > cap:
+        ranges = cut.stored_ranges
+        head = ranges[0][1] if ranges and ranges[0][0] == 0 else 0
+        assert max(0, cap - tail - 3) <= head <= cap - tail
+        if ranges and ranges[-1][1] == len(data) and ranges[-1][0] > 0:
+            assert len(data) - tail <= ranges[-1][0] <= len(data) - tail + 3
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return
+    for start, end in cut.stored_ranges:
+        data[start:end].decode()  # a cut never splits a character of valid input
+
+
+@given(
+    data=st.binary(max_size=3000).map(lambda b: b.replace(b"\x00", b"\n")),
+    n=st.integers(1, 200),
+    lo=st.integers(0, 3000),
+    span=st.integers(0, 3000),
+)
+def test_nth_newline_matches_naive(data: bytes, n: int, lo: int, span: int) -> None:
+    """nth_newline finds the same position as counting one by one."""
+    lo = min(lo, len(data))
+    hi = min(lo + span, len(data))
+    positions = [i for i in range(lo, hi) if data[i] == 0x0A]
+    expected = positions[n - 1] if len(positions) >= n else -1
+    assert nth_newline(data, n, lo, hi) == expected
+
+
+@given(data=spill_outputs, limits=retention_limits())
+def test_line_index_survives_its_serialization(data: bytes, limits: tuple[int | None, int]) -> None:
+    """An index read back from its bytes has the same checkpoints and stored intervals."""
+    builder = IndexBuilder(*limits, block_bytes=5)
+    builder.feed(data)
+    cut = builder.finish()
+    again = LineIndex.from_bytes(cut.index.to_bytes(), cut.stored_ranges)
+    assert list(again.offsets) == list(cut.index.offsets)
+    assert list(again.newlines) == list(cut.index.newlines)
+    assert again.stored == cut.index.stored
+    assert again.describes(len(data), cut.total_lines)
+    assert not again.describes(len(data) + 1, cut.total_lines)
+
+
+@pytest.mark.parametrize(
+    ("cap", "tail", "field"),
+    [(-1, 0, "retention_bytes"), (True, 0, "retention_bytes"), (10, -1, "retained_tail_bytes"),
+     (10, 11, "retained_tail_bytes"), (None, None, "retained_tail_bytes"),
+     (1.5, 0, "retention_bytes")],
+)  # fmt: skip
+def test_bad_retention_names_its_field(cap: object, tail: object, field: str) -> None:
+    """A cap or tail that is not a fitting non-negative int raises ConfigError naming it."""
+    with pytest.raises(ConfigError) as caught:
+        validate_retention(cap, tail)  # type: ignore[arg-type]
+    assert caught.value.field == field
