@@ -1,16 +1,26 @@
-"""Suite-wide settings: Hypothesis profiles.
+"""Suite-wide settings and the fixtures used in more than one folder.
 
-Locally, Hypothesis explores with fresh random seeds and remembers failures in its
+Hypothesis: locally, it explores with fresh random seeds and remembers failures in its
 example database, so a run can find new bugs. In CI (``CI`` set) the same number of
 examples runs derandomized and without a database, so a green commit stays green: a
 red CI run then means the code changed, not the dice.
+
+Fixtures: the stores (every backend, local, memory) with a fake clock, and anyio's
+backend. Fixtures used by one folder live in that folder's conftest.py; fixtures used
+by one module live beside its tests.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from spillstore._stores.base import Store
+from spillstore._stores.local import LocalStore
+from tests.backends import BACKENDS, FakeClock, StoreFactory
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -22,3 +32,38 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Run ``@pytest.mark.anyio`` tests on asyncio only (module scope, for module fixtures)."""
+    return "asyncio"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock starting at a fixed epoch time."""
+    return FakeClock()
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def make_store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> StoreFactory:
+    """A factory for each backend in turn; keyword arguments go to the store."""
+
+    def factory(**kwargs: object) -> Store:
+        kwargs.setdefault("clock", clock)
+        return BACKENDS[request.param](tmp_path, **kwargs)
+
+    return factory
+
+
+@pytest.fixture
+def store(make_store: StoreFactory) -> Store:
+    """A store of each backend, with the fake clock."""
+    return make_store()
+
+
+@pytest.fixture
+def local_store(tmp_path: Path, clock: FakeClock) -> LocalStore:
+    """A local store on a fresh directory, with the fake clock."""
+    return LocalStore(tmp_path / "spills", clock=clock)

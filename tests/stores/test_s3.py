@@ -29,10 +29,9 @@ from spillstore._tools.spill_tools import SpillTools
 from spillstore.s3 import S3Store, check_key
 
 if TYPE_CHECKING:
-    from tests.stores.s3_fixtures import FaultProxy
-    from tests.stores.store_fixtures import FakeClock
+    from tests.backends import FakeClock
+    from tests.stores.s3_server import FaultProxy
 
-pytest_plugins = ["tests.stores.store_fixtures", "tests.stores.s3_fixtures"]
 
 MakeS3 = Callable[..., S3Store]
 BUCKET = "b"

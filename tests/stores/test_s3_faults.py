@@ -1,6 +1,6 @@
 """S3Store under faults: 5xx replies and timeouts at every request of a put, for real.
 
-A loopback proxy between obstore and moto (tests/stores/s3_fixtures.py) fails one chosen
+A loopback proxy between obstore and moto (tests/stores/s3_server.py) fails one chosen
 request per attempt. Whatever fails, a put either succeeds completely or raises one
 StoreError with nothing visible and nothing of its own left behind, and the service
 then falls back to the bounded "NOT saved" preview.
@@ -23,9 +23,8 @@ from spillstore._settings import Settings
 from spillstore.s3 import S3Store
 
 if TYPE_CHECKING:
-    from tests.stores.s3_fixtures import FaultProxy
+    from tests.stores.s3_server import FaultProxy
 
-pytest_plugins = ["tests.stores.store_fixtures", "tests.stores.s3_fixtures"]
 
 MakeS3 = Callable[..., S3Store]
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}

@@ -24,9 +24,8 @@ from spillstore._errors import (
 from spillstore._stores.base import Store
 
 if TYPE_CHECKING:
-    from tests.stores.store_fixtures import FakeClock, StoreFactory
+    from tests.backends import FakeClock, StoreFactory
 
-pytest_plugins = ["tests.stores.store_fixtures"]
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
 

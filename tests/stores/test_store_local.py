@@ -23,9 +23,8 @@ from spillstore._errors import (
 from spillstore._stores.local import LocalStore
 
 if TYPE_CHECKING:
-    from tests.stores.store_fixtures import FakeClock
+    from tests.backends import FakeClock
 
-pytest_plugins = ["tests.stores.store_fixtures"]
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
 

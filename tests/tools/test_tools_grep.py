@@ -20,8 +20,6 @@ from spillstore._tools.regex import compile_pattern, required_literal
 from spillstore._tools.scan import Haystack, iter_hits
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools
 
-pytest_plugins = ["tests.stores.store_fixtures"]
-
 SESSION = "default"
 _HIT = re.compile(r"^(?:([a-z0-9_]+-[0-9a-f]{20}):)?(\d+):(.*)$", re.DOTALL)
 _MORE = re.compile(r"^-- more results: call grep_spill\((.*), offset=(\d+)\) --$")

@@ -9,8 +9,6 @@ from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools
 
-pytest_plugins = ["tests.stores.store_fixtures"]
-
 SESSION = "default"
 _ENTRY = re.compile(r"^ *(\d+)\. ([a-z0-9_]+-[0-9a-f]{20}) ")
 

@@ -23,8 +23,6 @@ from spillstore._tools.spill_tools import (
 )
 from tests.strategies import hostile_text
 
-pytest_plugins = ["tests.stores.store_fixtures"]
-
 SESSION = "default"
 
 _BYTES = re.compile(r"bytes \[(\d+), (\d+)\) of (\d+)")

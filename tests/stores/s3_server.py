@@ -8,6 +8,8 @@ create buckets). Each store gets its own key prefix, derived from the test's
 :class:`FaultProxy` sits between obstore and moto (also on 127.0.0.1) and fails chosen
 requests with a 5xx, or holds their reply past the client's timeout, so the fault tests
 exercise a real HTTP exchange rather than a mock of obstore.
+
+A plain module: the fixtures built on it live in tests/stores/conftest.py.
 """
 
 from __future__ import annotations
@@ -22,12 +24,10 @@ import secrets
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from spillstore.s3 import S3Store
 
@@ -89,29 +89,6 @@ def make_s3_store(
         endpoint=endpoint or moto_endpoint(),
         **kwargs,
     )
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint() -> str:
-    """The moto server's URL (one server per test session)."""
-    return moto_endpoint()
-
-
-@pytest.fixture
-def make_s3(tmp_path: Path, s3_endpoint: str) -> Callable[..., S3Store]:
-    """A factory of S3 stores on moto sharing this test's prefix (keywords go to S3Store)."""
-
-    def make(**kwargs: Any) -> S3Store:
-        kwargs.setdefault("endpoint", s3_endpoint)
-        return make_s3_store(tmp_path, **kwargs)
-
-    return make
-
-
-@pytest.fixture
-def s3_store(make_s3: Callable[..., S3Store]) -> S3Store:
-    """An S3 store on moto with a prefix of its own."""
-    return make_s3()
 
 
 # --------------------------------------------------------------------------- faults
@@ -209,14 +186,3 @@ class FaultProxy:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-
-
-@pytest.fixture
-def fault_proxy(s3_endpoint: str) -> Iterator[FaultProxy]:
-    """A started :class:`FaultProxy` in front of the moto server (forwards everything)."""
-    proxy = FaultProxy(s3_endpoint)
-    proxy.start()
-    try:
-        yield proxy
-    finally:
-        proxy.stop()
