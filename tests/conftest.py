@@ -5,9 +5,9 @@ example database, so a run can find new bugs. In CI (``CI`` set) the same number
 examples runs derandomized and without a database, so a green commit stays green: a
 red CI run then means the code changed, not the dice.
 
-Fixtures: the stores (every backend, local, memory) with a fake clock, and anyio's
-backend. Fixtures used by one folder live in that folder's conftest.py; fixtures used
-by one module live beside its tests.
+Fixtures: the stores (every backend, local, memory), the fake clock, a service on the
+memory store, and anyio's backend. Fixtures used by one folder live in that folder's
+conftest.py; fixtures used by one module live beside its tests.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from spillstore._service.service import TruncationService
 from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore
+from spillstore._stores.memory import MemoryStore
 from tests.backends import BACKENDS, FakeClock, StoreFactory
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,7 +49,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def make_store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> StoreFactory:
+def make_any_store(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
+) -> StoreFactory:
     """A factory for each backend in turn; keyword arguments go to the store."""
 
     def factory(**kwargs: object) -> Store:
@@ -58,12 +62,24 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock)
 
 
 @pytest.fixture
-def store(make_store: StoreFactory) -> Store:
+def any_store(make_any_store: StoreFactory) -> Store:
     """A store of each backend, with the fake clock."""
-    return make_store()
+    return make_any_store()
 
 
 @pytest.fixture
 def local_store(tmp_path: Path, clock: FakeClock) -> LocalStore:
     """A local store on a fresh directory, with the fake clock."""
     return LocalStore(tmp_path / "spills", clock=clock)
+
+
+@pytest.fixture
+def memory_store() -> MemoryStore:
+    """A fresh, empty memory store (the real clock)."""
+    return MemoryStore()
+
+
+@pytest.fixture
+def memory_service(memory_store: MemoryStore) -> TruncationService:
+    """A service with the default settings that spills to ``memory_store``."""
+    return TruncationService(memory_store)

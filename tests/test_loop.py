@@ -36,16 +36,6 @@ def _no_env_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MAX_TURNS_ENV, raising=False)
 
 
-@pytest.fixture
-def store() -> MemoryStore:
-    return MemoryStore()
-
-
-@pytest.fixture
-def service(store: MemoryStore) -> TruncationService:
-    return TruncationService(store)
-
-
 def always_tool() -> Callable[[Sequence[Message]], ModelTurn]:
     """A model that asks for a tool on every turn, forever."""
     count = 0
@@ -147,10 +137,10 @@ def test_check_reports_only_pending_tool_calls_as_max_turns() -> None:
 
 
 def test_model_that_always_calls_a_tool_stops_without_dangling_call(
-    service: TruncationService,
+    memory_service: TruncationService,
 ) -> None:
     """A model that never stops calling tools is cut at max_turns, every call answered."""
-    result = run_loop(always_tool(), {"ping": ping}, "go", max_turns=4, service=service)
+    result = run_loop(always_tool(), {"ping": ping}, "go", max_turns=4, service=memory_service)
     assert result.reason == "max_turns"
     assert result.turns == 4
     assert result.messages[-1] == {
@@ -163,11 +153,11 @@ def test_model_that_always_calls_a_tool_stops_without_dangling_call(
     assert_nothing_dangles(result)
 
 
-def test_queued_follow_up_survives_the_stop(service: TruncationService) -> None:
+def test_queued_follow_up_survives_the_stop(memory_service: TruncationService) -> None:
     """A follow-up queued while the model works is neither sent nor dropped by the cap."""
     queue = deque(["and then summarize"])
     result = run_loop(
-        always_tool(), {"ping": ping}, "go", max_turns=2, follow_ups=queue, service=service
+        always_tool(), {"ping": ping}, "go", max_turns=2, follow_ups=queue, service=memory_service
     )
     assert result.reason == "max_turns"
     assert list(queue) == ["and then summarize"]
@@ -180,17 +170,19 @@ def scripted(*turns: ModelTurn) -> Callable[[Sequence[Message]], ModelTurn]:
     return lambda messages: next(script)
 
 
-def test_natural_stop_on_the_boundary_is_completion(service: TruncationService) -> None:
+def test_natural_stop_on_the_boundary_is_completion(memory_service: TruncationService) -> None:
     """A model that stops on its own exactly at max_turns completed; queued follow-ups stay."""
     queue = ["next"]
     model = scripted(ModelTurn("", [ToolCall("c1", "ping", {"n": 1})]), ModelTurn("done"))
-    result = run_loop(model, {"ping": ping}, "go", max_turns=2, follow_ups=queue, service=service)
+    result = run_loop(
+        model, {"ping": ping}, "go", max_turns=2, follow_ups=queue, service=memory_service
+    )
     assert result.reason == "completed"
     assert result.text == "done"
     assert queue == ["next"]
 
 
-def test_turns_are_counted_across_follow_ups(service: TruncationService) -> None:
+def test_turns_are_counted_across_follow_ups(memory_service: TruncationService) -> None:
     """Follow-ups are polled after natural stops, and their turns count toward the same cap."""
     queue = deque(["second", "third"])
     model = scripted(
@@ -199,7 +191,7 @@ def test_turns_are_counted_across_follow_ups(service: TruncationService) -> None
         ModelTurn("", [ToolCall("c2", "ping", {"n": 2})]),
     )
     result = run_loop(
-        model, {"ping": ping}, "first", max_turns=3, follow_ups=queue, service=service
+        model, {"ping": ping}, "first", max_turns=3, follow_ups=queue, service=memory_service
     )
     assert result.reason == "max_turns"
     assert result.turns == 3
@@ -208,11 +200,11 @@ def test_turns_are_counted_across_follow_ups(service: TruncationService) -> None
     assert_nothing_dangles(result)
 
 
-def test_follow_ups_drain_when_unlimited(service: TruncationService) -> None:
+def test_follow_ups_drain_when_unlimited(memory_service: TruncationService) -> None:
     """With no cap the loop runs every queued follow-up and completes."""
     queue = deque(["two", "three"])
     result = run_loop(
-        lambda m: ModelTurn("ok"), {}, "one", max_turns=0, follow_ups=queue, service=service
+        lambda m: ModelTurn("ok"), {}, "one", max_turns=0, follow_ups=queue, service=memory_service
     )
     assert result.reason == "completed"
     assert result.turns == 3
@@ -220,21 +212,21 @@ def test_follow_ups_drain_when_unlimited(service: TruncationService) -> None:
 
 
 def test_env_cap_applies_to_the_loop(
-    monkeypatch: pytest.MonkeyPatch, service: TruncationService
+    monkeypatch: pytest.MonkeyPatch, memory_service: TruncationService
 ) -> None:
     """Without max_turns the loop's guard reads SPILLSTORE_MAX_TURNS."""
     monkeypatch.setenv(MAX_TURNS_ENV, "3")
-    result = run_loop(always_tool(), {"ping": ping}, "go", service=service)
+    result = run_loop(always_tool(), {"ping": ping}, "go", service=memory_service)
     assert (result.reason, result.turns) == ("max_turns", 3)
 
 
-def test_guard_and_max_turns_together_are_refused(service: TruncationService) -> None:
+def test_guard_and_max_turns_together_are_refused(memory_service: TruncationService) -> None:
     """Passing both a guard and max_turns is a developer error."""
     with pytest.raises(ConfigError):
-        run_loop(always_tool(), {}, "go", max_turns=1, guard=TurnGuard(2), service=service)
+        run_loop(always_tool(), {}, "go", max_turns=1, guard=TurnGuard(2), service=memory_service)
 
 
-def test_failing_and_unknown_tools_answer_with_errors(service: TruncationService) -> None:
+def test_failing_and_unknown_tools_answer_with_errors(memory_service: TruncationService) -> None:
     """A tool that raises, or a tool that does not exist, still gets an error result."""
 
     def broken() -> str:
@@ -243,7 +235,7 @@ def test_failing_and_unknown_tools_answer_with_errors(service: TruncationService
     model = scripted(
         ModelTurn("", [ToolCall("c1", "broken"), ToolCall("c2", "nope")]), ModelTurn("sorry")
     )
-    result = run_loop(model, {"broken": broken}, "go", service=service)
+    result = run_loop(model, {"broken": broken}, "go", service=memory_service)
     errors = [m for m in result.messages if m["role"] == "tool"]
     assert [m["is_error"] for m in errors] == [True, True]
     assert "RuntimeError: disk on fire" in errors[0]["content"]
@@ -269,27 +261,29 @@ def reader_model(spill_tools_name: str = "read_spill") -> Callable[[Sequence[Mes
 
 
 def test_big_result_pointer_then_read_spill_gets_exact_bytes(
-    service: TruncationService, store: MemoryStore
+    memory_service: TruncationService, memory_store: MemoryStore
 ) -> None:
     """A 4 MB tool result reaches the model as a pointer; read_spill returns the exact bytes."""
     result = run_loop(
         reader_model(),
         {"dump": lambda: BIG},
         "dump the table",
-        service=service,
-        spill_tools=SpillTools(store),
+        service=memory_service,
+        spill_tools=SpillTools(memory_store),
         max_turns=10,
     )
     assert result.reason == "completed"
     tool_messages = [m for m in result.messages if m["role"] == "tool"]
     pointer, page = tool_messages[0]["content"], tool_messages[1]["content"]
-    assert len(pointer.encode()) <= service.settings.max_bytes
+    assert len(pointer.encode()) <= memory_service.settings.max_bytes
     assert "(call call_dump)" in pointer
     body = page.split("\n", 1)[1].rsplit("\nnext: ", 1)[0]
     assert body == BIG[2_000_000:2_003_000]
 
 
-def test_async_loop_has_the_same_rules(service: TruncationService, store: MemoryStore) -> None:
+def test_async_loop_has_the_same_rules(
+    memory_service: TruncationService, memory_store: MemoryStore
+) -> None:
     """arun_loop with an async model and async tools stops, answers and keeps the queue alike."""
 
     async def amodel(messages: Sequence[Message]) -> ModelTurn:
@@ -303,7 +297,9 @@ def test_async_loop_has_the_same_rules(service: TruncationService, store: Memory
 
     queue = deque(["later"])
     result = asyncio.run(
-        arun_loop(amodel, {"aping": aping}, "go", max_turns=3, follow_ups=queue, service=service)
+        arun_loop(
+            amodel, {"aping": aping}, "go", max_turns=3, follow_ups=queue, service=memory_service
+        )
     )
     assert (result.reason, result.turns) == ("max_turns", 3)
     assert list(queue) == ["later"]
@@ -313,19 +309,19 @@ def test_async_loop_has_the_same_rules(service: TruncationService, store: Memory
             reader_model(),
             {"dump": lambda: BIG},
             "go",
-            service=service,
-            spill_tools=SpillTools(store),
+            service=memory_service,
+            spill_tools=SpillTools(memory_store),
         )
     )
     page = [m for m in read.messages if m["role"] == "tool"][1]["content"]
     assert page.split("\n", 1)[1].rsplit("\nnext: ", 1)[0] == BIG[2_000_000:2_003_000]
 
 
-def test_model_must_return_a_model_turn(service: TruncationService) -> None:
+def test_model_must_return_a_model_turn(memory_service: TruncationService) -> None:
     """A model returning something else is a developer error, not a silent stop."""
 
     def bad(messages: Sequence[Message]) -> Any:
         return "text"
 
     with pytest.raises(TypeError):
-        run_loop(bad, {}, "go", service=service)
+        run_loop(bad, {}, "go", service=memory_service)

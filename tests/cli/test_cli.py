@@ -134,7 +134,8 @@ def spills(store: Path, *args: str) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Path:
+def store_dir(tmp_path: Path) -> Path:
+    """The store root the CLI gets as SPILLSTORE_DIR: a path, not made until the CLI needs it."""
     return tmp_path / "store"
 
 
@@ -153,53 +154,53 @@ def log_spill(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]
 # --------------------------------------------------------------------------- run
 
 
-def test_run_small_output_is_printed_as_the_model_sees_it(store: Path) -> None:
+def test_run_small_output_is_printed_as_the_model_sees_it(store_dir: Path) -> None:
     """An output within budget is printed unchanged, then the suffix part, exit 0."""
-    result = run_python(store, "print('hi')")
+    result = run_python(store_dir, "print('hi')")
     assert result.returncode == 0
     assert result.stdout == b"hi\n\nexit code 0\n"
     assert result.stderr == b""
-    assert spills(store) == []
+    assert spills(store_dir) == []
 
 
-def test_run_merges_stdout_and_stderr_in_arrival_order(store: Path) -> None:
+def test_run_merges_stdout_and_stderr_in_arrival_order(store_dir: Path) -> None:
     """stdout and stderr share one pipe, so the saved output keeps the order of writes."""
     code = "import os\nos.write(1, b'a\\n')\nos.write(2, b'b\\n')\nos.write(1, b'c\\n')"
-    result = run_python(store, code)
+    result = run_python(store_dir, code)
     assert result.stdout == b"a\nb\nc\n\nexit code 0\n"
 
 
 @pytest.mark.parametrize("code", [0, 3])
-def test_run_propagates_the_exit_code_into_status_and_suffix(store: Path, code: int) -> None:
+def test_run_propagates_the_exit_code_into_status_and_suffix(store_dir: Path, code: int) -> None:
     """The command's exit code is spillstore's, and the suffix names it."""
-    result = run_python(store, f"import sys\nprint('x' * 60_000)\nsys.exit({code})")
+    result = run_python(store_dir, f"import sys\nprint('x' * 60_000)\nsys.exit({code})")
     assert result.returncode == code
     text = result.stdout.decode()
     assert text.startswith("[spillstore] The output of tool python")
     assert text.endswith(f"--- end of preview ---\nexit code {code}\n")
 
 
-def test_run_reports_a_signal_death_like_a_shell(store: Path) -> None:
+def test_run_reports_a_signal_death_like_a_shell(store_dir: Path) -> None:
     """A command killed by SIGTERM gives exit status 143 and says so in the suffix."""
-    result = run_python(store, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)")
+    result = run_python(store_dir, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)")
     assert result.returncode == 143
     assert result.stdout.decode().endswith("killed by signal SIGTERM\n")
 
 
-def test_run_missing_command_exits_127_with_one_line(store: Path) -> None:
+def test_run_missing_command_exits_127_with_one_line(store_dir: Path) -> None:
     """A command that does not exist: one line on stderr, nothing on stdout, exit 127."""
-    result = cli(store, "run", "--", "spillstore-no-such-command-xyz", "arg")
+    result = cli(store_dir, "run", "--", "spillstore-no-such-command-xyz", "arg")
     err = one_error_line(result)
     assert result.returncode == 127
     assert "spillstore-no-such-command-xyz" in err and "not found" in err
     assert result.stdout == b""
 
 
-def test_run_non_executable_file_exits_126(store: Path, tmp_path: Path) -> None:
+def test_run_non_executable_file_exits_126(store_dir: Path, tmp_path: Path) -> None:
     """A file that exists but cannot be executed: one line, exit 126 as shells do."""
     script = tmp_path / "not-executable.sh"
     script.write_text("echo hi\n", encoding="utf-8")
-    result = cli(store, "run", "--", str(script))
+    result = cli(store_dir, "run", "--", str(script))
     one_error_line(result)
     assert result.returncode == 126
 
@@ -238,14 +239,14 @@ def test_run_read_round_trip_is_byte_exact(log_spill: tuple[Path, str, str]) -> 
         assert body[: end - start] == data[start:end]
 
 
-def test_run_streams_200_mib_with_flat_memory(store: Path, tmp_path: Path) -> None:
+def test_run_streams_200_mib_with_flat_memory(store_dir: Path, tmp_path: Path) -> None:
     """200 MiB through ``spillstore run`` keeps peak RSS far below the output size."""
     out = tmp_path / "pointer.txt"
     command = [sys.executable, "-m", "spillstore._cli.app", "run", "--", sys.executable, "-c"]
     wrapper = subprocess.run(
         [sys.executable, "-c", RSS_WRAPPER, str(out), *command, EMIT_200_MIB],
         capture_output=True,
-        env=_env(store),
+        env=_env(store_dir),
         timeout=120,
         check=True,
     )
@@ -260,21 +261,21 @@ def test_run_streams_200_mib_with_flat_memory(store: Path, tmp_path: Path) -> No
     pointer = out.read_text(encoding="utf-8")
     assert f"{total} bytes, {BLOCKS * BLOCK_LINES} lines, sha256 {digest.hexdigest()}" in pointer
     assert "Saved in part as spill" in pointer
-    [spill] = spills(store)
+    [spill] = spills(store_dir)
     cap, kept_tail = 10 * 1024**2, 1024**2
     assert spill["total_bytes"] == total and spill["sha256"] == digest.hexdigest()
     assert spill["stored_ranges"] == [[0, cap - kept_tail], [total - kept_tail, total]]
     assert Path(str(spill["path"])).stat().st_size == cap
 
 
-def test_run_retain_and_max_bytes_options(store: Path) -> None:
+def test_run_retain_and_max_bytes_options(store_dir: Path) -> None:
     """--retain caps what is saved; --max-bytes caps what is printed, pointer included."""
-    result = run_python(store, EMIT_LOG, "--retain", "64KiB", "--max-bytes", "4KB")
+    result = run_python(store_dir, EMIT_LOG, "--retain", "64KiB", "--max-bytes", "4KB")
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
     assert len(text.encode()) - 1 <= 4000
     assert "Saved in part as spill" in text and "exit code 0" in text
-    [spill] = spills(store)
+    [spill] = spills(store_dir)
     total = len(_log_bytes())
     assert spill["complete"] is False
     ranges = spill["stored_ranges"]
@@ -282,9 +283,9 @@ def test_run_retain_and_max_bytes_options(store: Path) -> None:
     assert int(str(spill["stored_bytes"])) <= 64 * 1024
 
 
-def test_run_json_reports_the_result(store: Path) -> None:
+def test_run_json_reports_the_result(store_dir: Path) -> None:
     """``run --json`` gives the model-facing text, the exit code and the spill facts."""
-    result = cli(store, "run", "--json", "--", sys.executable, "-c", "print('y' * 80_000)")
+    result = cli(store_dir, "run", "--json", "--", sys.executable, "-c", "print('y' * 80_000)")
     assert result.returncode == 0
     document = json.loads(result.stdout)
     assert set(document) == {"version", "exit_code", "is_error", "text", "spill"}
@@ -320,10 +321,10 @@ def _read_all(fd: int, sink: bytearray) -> None:
         sink += chunk
 
 
-def test_run_shows_progress_only_on_a_terminal(store: Path) -> None:
+def test_run_shows_progress_only_on_a_terminal(store_dir: Path) -> None:
     """With stderr on a terminal a large run draws a progress line; piped, stderr is empty."""
     code = EMIT_200_MIB.replace(str(BLOCKS), "400")
-    piped = run_python(store, code)
+    piped = run_python(store_dir, code)
     assert piped.returncode == 0 and piped.stderr == b""
 
     leader, follower = pty.openpty()
@@ -331,7 +332,7 @@ def test_run_shows_progress_only_on_a_terminal(store: Path) -> None:
     reader = threading.Thread(target=_read_all, args=(leader, seen))
     reader.start()
     try:
-        on_tty = cli(store, "run", "--", sys.executable, "-c", code, stderr=follower)
+        on_tty = cli(store_dir, "run", "--", sys.executable, "-c", code, stderr=follower)
     finally:
         os.close(follower)
         reader.join(timeout=30)
@@ -398,18 +399,18 @@ ERROR_CASES: list[tuple[Sequence[str], int, str]] = [
 
 @pytest.mark.parametrize(("args", "status", "words"), ERROR_CASES)
 def test_errors_are_one_line_without_traceback(
-    store: Path, args: Sequence[str], status: int, words: str
+    store_dir: Path, args: Sequence[str], status: int, words: str
 ) -> None:
     """Bad sizes, durations, spills, paths, patterns and options: one stderr line, exit != 0."""
-    result = cli(store, *args)
+    result = cli(store_dir, *args)
     assert words in one_error_line(result)
     assert result.returncode == status
     assert result.stdout == b""
 
 
-def test_bad_environment_is_one_line(store: Path) -> None:
+def test_bad_environment_is_one_line(store_dir: Path) -> None:
     """A bad SPILLSTORE_* variable is named in one line, not a traceback."""
-    result = cli(store, "run", "--", "true", env=_env(store, SPILLSTORE_MAX_BYTES="lots"))
+    result = cli(store_dir, "run", "--", "true", env=_env(store_dir, SPILLSTORE_MAX_BYTES="lots"))
     assert "SPILLSTORE_MAX_BYTES" in one_error_line(result)
 
 
@@ -422,28 +423,28 @@ def test_unsafe_store_root_is_one_line(tmp_path: Path) -> None:
     assert "refusing store root" in err and "[Errno" not in err
 
 
-def test_expired_spill_and_bad_offset_are_one_line(store: Path) -> None:
+def test_expired_spill_and_bad_offset_are_one_line(store_dir: Path) -> None:
     """Reading a removed spill says it expired; offset 0 is refused; both in one line."""
-    run_python(store, "print('z' * 70_000)")
-    [spill] = spills(store)
+    run_python(store_dir, "print('z' * 70_000)")
+    [spill] = spills(store_dir)
     spill_id = str(spill["spill_id"])
-    assert "1-based" in one_error_line(cli(store, "read", spill_id, "--offset", "0"))
-    removed = cli(store, "rm", spill_id)
+    assert "1-based" in one_error_line(cli(store_dir, "read", spill_id, "--offset", "0"))
+    removed = cli(store_dir, "rm", spill_id)
     assert removed.stdout.decode() == f"removed  {spill_id}\n"
-    assert cli(store, "rm", spill_id).stdout.decode() == f"already gone  {spill_id}\n"
-    assert "expired" in one_error_line(cli(store, "read", spill_id))
-    assert "expired" in one_error_line(cli(store, "show", spill_id))
+    assert cli(store_dir, "rm", spill_id).stdout.decode() == f"already gone  {spill_id}\n"
+    assert "expired" in one_error_line(cli(store_dir, "read", spill_id))
+    assert "expired" in one_error_line(cli(store_dir, "show", spill_id))
 
 
 # --------------------------------------------------------------------------- ls / show
 
 
-def test_ls_and_show_json_schema(store: Path) -> None:
+def test_ls_and_show_json_schema(store_dir: Path) -> None:
     """ls and show --json carry the documented spill fields; --dir works on both sides."""
-    run_python(store, "print('w' * 70_000)", "--session", "one", "--call-id", "c1")
-    env = _env(store)
+    run_python(store_dir, "print('w' * 70_000)", "--session", "one", "--call-id", "c1")
+    env = _env(store_dir)
     del env["SPILLSTORE_DIR"]
-    listed = cli(store, "--dir", str(store), "--session", "one", "ls", "--json", env=env)
+    listed = cli(store_dir, "--dir", str(store_dir), "--session", "one", "ls", "--json", env=env)
     document = json.loads(listed.stdout)
     assert set(document) == {"version", "session", "spills"}
     assert document["version"] == 1 and document["session"] == "one"
@@ -454,19 +455,19 @@ def test_ls_and_show_json_schema(store: Path) -> None:
     assert spill["stored_ranges"] == [[0, 70_001]] and spill["complete"] is True
     assert spill["suffix"] == "exit code 0" and spill["created"].endswith("Z")
 
-    shown = cli(store, "show", spill["spill_id"], "--json", "--dir", str(store), env=env)
+    shown = cli(store_dir, "show", spill["spill_id"], "--json", "--dir", str(store_dir), env=env)
     assert json.loads(shown.stdout) == {"version": 1, "spill": spill}
-    assert json.loads(cli(store, "ls", "--json").stdout)["spills"] == []
-    assert json.loads(cli(store, "ls", "--json", "--all-sessions").stdout)["spills"] == [spill]
-    text = cli(store, "show", spill["spill_id"]).stdout.decode()
+    assert json.loads(cli(store_dir, "ls", "--json").stdout)["spills"] == []
+    assert json.loads(cli(store_dir, "ls", "--json", "--all-sessions").stdout)["spills"] == [spill]
+    text = cli(store_dir, "show", spill["spill_id"]).stdout.decode()
     assert f"spill    {spill['spill_id']}\n" in text and "sha256   " in text
 
 
-def test_ls_prints_a_table_with_sizes_right_aligned(store: Path) -> None:
+def test_ls_prints_a_table_with_sizes_right_aligned(store_dir: Path) -> None:
     """ls without --json: a header, one row per spill, the BYTES column right-aligned."""
-    run_python(store, "print('a' * 70_000)")
-    run_python(store, "print('b' * 700_000)")
-    lines = cli(store, "ls").stdout.decode().splitlines()
+    run_python(store_dir, "print('a' * 70_000)")
+    run_python(store_dir, "print('b' * 700_000)")
+    lines = cli(store_dir, "ls").stdout.decode().splitlines()
     assert lines[0].split() == [
         "SPILL",
         "SESSION",
@@ -490,14 +491,14 @@ def _session_files(store: Path) -> list[tuple[str, int]]:
     return sorted((p.name, p.stat().st_size) for p in (store / "default").iterdir())
 
 
-def test_gc_dry_run_deletes_nothing(store: Path) -> None:
+def test_gc_dry_run_deletes_nothing(store_dir: Path) -> None:
     """gc --dry-run reports what it would remove and leaves every file in place."""
     for letter in "ab":
-        run_python(store, f"print({letter!r} * 70_000)")
-    before = _session_files(store)
-    assert len(spills(store)) == 2
+        run_python(store_dir, f"print({letter!r} * 70_000)")
+    before = _session_files(store_dir)
+    assert len(spills(store_dir)) == 2
 
-    dry = cli(store, "gc", "--max-files", "0", "--grace", "0", "--dry-run", "--json")
+    dry = cli(store_dir, "gc", "--max-files", "0", "--grace", "0", "--dry-run", "--json")
     report = json.loads(dry.stdout)
     assert set(report) == {"version", "command", "dry_run", "count", "bytes_freed", "entries"}
     assert report["dry_run"] is True and report["count"] == 2
@@ -511,51 +512,51 @@ def test_gc_dry_run_deletes_nothing(store: Path) -> None:
         "created_at",
         "created",
     }
-    assert _session_files(store) == before
-    assert len(spills(store)) == 2
+    assert _session_files(store_dir) == before
+    assert len(spills(store_dir)) == 2
 
-    done = json.loads(cli(store, "gc", "--max-files", "0", "--grace", "0", "--json").stdout)
+    done = json.loads(cli(store_dir, "gc", "--max-files", "0", "--grace", "0", "--json").stdout)
     assert done["dry_run"] is False and done["count"] == 2
     assert done["bytes_freed"] == report["bytes_freed"] == 2 * 70_001
-    assert spills(store) == []
+    assert spills(store_dir) == []
 
 
-def test_clean_refuses_without_yes_and_a_terminal(store: Path) -> None:
+def test_clean_refuses_without_yes_and_a_terminal(store_dir: Path) -> None:
     """clean without --yes on a pipe refuses in one line; with --yes it empties one session."""
-    run_python(store, "print('k' * 70_000)")
-    run_python(store, "print('k' * 70_000)", "--session", "keep")
-    assert "--yes" in one_error_line(cli(store, "clean"))
-    assert len(spills(store)) == 1
+    run_python(store_dir, "print('k' * 70_000)")
+    run_python(store_dir, "print('k' * 70_000)", "--session", "keep")
+    assert "--yes" in one_error_line(cli(store_dir, "clean"))
+    assert len(spills(store_dir)) == 1
 
-    report = json.loads(cli(store, "clean", "--yes", "--json").stdout)
+    report = json.loads(cli(store_dir, "clean", "--yes", "--json").stdout)
     assert report["command"] == "clean" and report["count"] == 1
     assert report["entries"][0]["reason"] == "session"
-    assert spills(store) == []
-    assert len(spills(store, "--session", "keep")) == 1
+    assert spills(store_dir) == []
+    assert len(spills(store_dir, "--session", "keep")) == 1
 
 
 @pytest.mark.parametrize(("answer", "status", "left"), [(b"n\n", 1, 1), (b"y\n", 0, 0)])
-def test_clean_asks_on_a_terminal(store: Path, answer: bytes, status: int, left: int) -> None:
+def test_clean_asks_on_a_terminal(store_dir: Path, answer: bytes, status: int, left: int) -> None:
     """On a terminal clean asks first, and removes only on yes."""
-    run_python(store, "print('q' * 70_000)")
+    run_python(store_dir, "print('q' * 70_000)")
     leader, follower = pty.openpty()
     try:
         os.write(leader, answer)
-        result = cli(store, "clean", stdin=follower)
+        result = cli(store_dir, "clean", stdin=follower)
     finally:
         os.close(follower)
         os.close(leader)
     assert result.returncode == status
     assert b"Remove 1 spill(s)" in result.stderr
-    assert len(spills(store)) == left
+    assert len(spills(store_dir)) == left
 
 
 # --------------------------------------------------------------------------- demo / help
 
 
-def test_demo_finds_the_needle(store: Path) -> None:
+def test_demo_finds_the_needle(store_dir: Path) -> None:
     """The demo shows a pointer, then finds and reads the buried failure, and cleans up."""
-    result = cli(store, "demo")
+    result = cli(store_dir, "demo")
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
     assert "[spillstore] The output of tool pytest" in text
@@ -565,9 +566,9 @@ def test_demo_finds_the_needle(store: Path) -> None:
     assert root is not None and not Path(root.group(1)).exists()
 
 
-def test_help_lists_every_command(store: Path) -> None:
+def test_help_lists_every_command(store_dir: Path) -> None:
     """--help names every command and exits 0."""
-    result = cli(store, "--help")
+    result = cli(store_dir, "--help")
     assert result.returncode == 0
     for command in ("run", "read", "grep", "ls", "show", "rm", "gc", "clean", "demo"):
         assert f"  {command} " in result.stdout.decode()

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 
-from spillstore import ConfigError, MemoryStore, TruncationService
+from spillstore import ConfigError, TruncationService
 from spillstore.langchain import SpillMiddleware, SpillTool, spill_tools, wrap_tool
 from spillstore.text import utf8_size
 
@@ -78,16 +78,6 @@ def reader(seen: dict[str, str]) -> Callable[[list[BaseMessage]], AIMessage]:
     return respond
 
 
-@pytest.fixture
-def store() -> MemoryStore:
-    return MemoryStore()
-
-
-@pytest.fixture
-def service(store: MemoryStore) -> TruncationService:
-    return TruncationService(store)
-
-
 def check_read_back(seen: dict[str, str], service: TruncationService) -> None:
     assert utf8_size(seen["pointer"]) <= service.settings.max_bytes
     assert "tool access_log (call call_log)" in seen["pointer"]
@@ -96,46 +86,48 @@ def check_read_back(seen: dict[str, str], service: TruncationService) -> None:
 
 
 def test_middleware_pointer_then_read_spill_returns_the_exact_bytes(
-    service: TruncationService,
+    memory_service: TruncationService,
 ) -> None:
     """With SpillMiddleware, a 3.4 MB result becomes a pointer and read_spill gets exact bytes."""
     seen: dict[str, str] = {}
     agent = create_agent(
         ScriptedChatModel(responder=reader(seen)),
         tools=[access_log],
-        middleware=[SpillMiddleware(service)],
+        middleware=[SpillMiddleware(memory_service)],
     )
     result = agent.invoke({"messages": [HumanMessage("any errors?")]})
     assert result["messages"][-1].content == "all requests succeeded"
-    check_read_back(seen, service)
+    check_read_back(seen, memory_service)
 
 
-def test_middleware_async_loop(service: TruncationService) -> None:
+def test_middleware_async_loop(memory_service: TruncationService) -> None:
     """The async agent loop goes through awrap_tool_call with the same result."""
     seen: dict[str, str] = {}
     agent = create_agent(
         ScriptedChatModel(responder=reader(seen)),
         tools=[access_log],
-        middleware=[SpillMiddleware(service)],
+        middleware=[SpillMiddleware(memory_service)],
     )
     asyncio.run(agent.ainvoke({"messages": [HumanMessage("any errors?")]}))
-    check_read_back(seen, service)
+    check_read_back(seen, memory_service)
 
 
-def test_wrapped_base_tool_in_a_plain_tool_loop(service: TruncationService) -> None:
+def test_wrapped_base_tool_in_a_plain_tool_loop(memory_service: TruncationService) -> None:
     """wrap_tool caps a BaseTool on its own, with the spill tools given as ordinary tools."""
     seen: dict[str, str] = {}
-    wrapped = wrap_tool(access_log, service=service)
+    wrapped = wrap_tool(access_log, service=memory_service)
     assert isinstance(wrapped, SpillTool)
     assert (wrapped.name, wrapped.description) == (access_log.name, access_log.description)
     agent = create_agent(
-        ScriptedChatModel(responder=reader(seen)), tools=[wrapped, *spill_tools(service)]
+        ScriptedChatModel(responder=reader(seen)), tools=[wrapped, *spill_tools(memory_service)]
     )
     agent.invoke({"messages": [HumanMessage("any errors?")]})
-    check_read_back(seen, service)
+    check_read_back(seen, memory_service)
 
 
-def test_wrapped_tool_keeps_injected_arguments_and_status(service: TruncationService) -> None:
+def test_wrapped_tool_keeps_injected_arguments_and_status(
+    memory_service: TruncationService,
+) -> None:
     """Injected arguments still reach the tool; the message keeps its status and artifact."""
 
     @tool(response_format="content_and_artifact")
@@ -145,7 +137,7 @@ def test_wrapped_tool_keeps_injected_arguments_and_status(service: TruncationSer
         """Dump rows."""
         return BIG, {"call": tool_call_id, "query": query}
 
-    wrapped = wrap_tool(dump, service=service, max_bytes="4KB")
+    wrapped = wrap_tool(dump, service=memory_service, max_bytes="4KB")
     message = wrapped.invoke(
         {"type": "tool_call", "name": "dump", "args": {"query": "all"}, "id": "call_7"}
     )
@@ -157,7 +149,7 @@ def test_wrapped_tool_keeps_injected_arguments_and_status(service: TruncationSer
     assert "query" in wrapped.tool_call_schema.model_json_schema()["properties"]  # type: ignore[union-attr]
 
 
-def test_direct_calls_and_small_outputs(service: TruncationService) -> None:
+def test_direct_calls_and_small_outputs(memory_service: TruncationService) -> None:
     """A direct call caps the raw value; a small output passes through unchanged."""
 
     @tool
@@ -165,16 +157,16 @@ def test_direct_calls_and_small_outputs(service: TruncationService) -> None:
         """Echo."""
         return text
 
-    wrapped = wrap_tool(echo, service=service)
+    wrapped = wrap_tool(echo, service=memory_service)
     assert wrapped.invoke({"text": "hi"}) == "hi"
     raw = wrapped.invoke({"text": BIG})
     assert raw.startswith("[spillstore]") and "(call unknown)" in raw
-    again = wrap_tool(wrapped, service=service, exempt=True)
+    again = wrap_tool(wrapped, service=memory_service, exempt=True)
     assert again.wrapped is echo
     assert again.invoke({"text": BIG}) == BIG
 
 
-def test_content_blocks_keep_images(service: TruncationService) -> None:
+def test_content_blocks_keep_images(memory_service: TruncationService) -> None:
     """A list of content blocks keeps its image block after the pointer's text block."""
     image = {"type": "image", "url": "https://example.invalid/chart.png"}
 
@@ -183,7 +175,7 @@ def test_content_blocks_keep_images(service: TruncationService) -> None:
         """A report with a chart."""
         return [{"type": "text", "text": BIG}, image]
 
-    message = wrap_tool(report, service=service).invoke(
+    message = wrap_tool(report, service=memory_service).invoke(
         {"type": "tool_call", "name": "report", "args": {}, "id": "c1"}
     )
     assert isinstance(message.content, list)
@@ -192,7 +184,7 @@ def test_content_blocks_keep_images(service: TruncationService) -> None:
     assert picture == image
 
 
-def test_tool_errors_are_untouched(service: TruncationService) -> None:
+def test_tool_errors_are_untouched(memory_service: TruncationService) -> None:
     """An exception from the tool propagates unchanged through the wrapper."""
 
     @tool
@@ -201,12 +193,12 @@ def test_tool_errors_are_untouched(service: TruncationService) -> None:
         raise LookupError("no such index")
 
     with pytest.raises(LookupError, match="no such index"):
-        wrap_tool(broken, service=service).invoke({})
+        wrap_tool(broken, service=memory_service).invoke({})
     with pytest.raises(ConfigError):
-        wrap_tool("not a tool", service=service)  # type: ignore[arg-type]
+        wrap_tool("not a tool", service=memory_service)  # type: ignore[arg-type]
 
 
-def test_middleware_budgets_and_exempt(service: TruncationService) -> None:
+def test_middleware_budgets_and_exempt(memory_service: TruncationService) -> None:
     """Per-tool budgets and exempt names apply inside the agent loop."""
     results: dict[str, str] = {}
 
@@ -231,7 +223,9 @@ def test_middleware_budgets_and_exempt(service: TruncationService) -> None:
     agent = create_agent(
         ScriptedChatModel(responder=respond),
         tools=[access_log, raw_log],
-        middleware=[SpillMiddleware(service, budgets={"access_log": 3000}, exempt={"raw_log"})],
+        middleware=[
+            SpillMiddleware(memory_service, budgets={"access_log": 3000}, exempt={"raw_log"})
+        ],
     )
     agent.invoke({"messages": [HumanMessage("go")]})
     assert utf8_size(results["c1"]) <= 3000

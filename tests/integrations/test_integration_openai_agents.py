@@ -50,18 +50,8 @@ def run(agent: Agent[Any], prompt: str = "look at the logs") -> Any:
     return asyncio.run(Runner.run(agent, prompt, run_config=RunConfig(tracing_disabled=True)))
 
 
-@pytest.fixture
-def store() -> MemoryStore:
-    return MemoryStore()
-
-
-@pytest.fixture
-def service(store: MemoryStore) -> TruncationService:
-    return TruncationService(store)
-
-
 def test_pointer_then_read_spill_returns_the_exact_bytes(
-    service: TruncationService, store: MemoryStore
+    memory_service: TruncationService, memory_store: MemoryStore
 ) -> None:
     """A 3.5 MB output reaches the model as a pointer; its read_spill call gets the exact bytes."""
     seen: dict[str, Any] = {}
@@ -92,20 +82,20 @@ def test_pointer_then_read_spill_returns_the_exact_bytes(
     agent = Agent(
         name="ops",
         model=model,
-        tools=[*wrap_tools([fetch_logs], service=service), *spill_tools(service)],
+        tools=[*wrap_tools([fetch_logs], service=memory_service), *spill_tools(memory_service)],
     )
     result = run(agent)
     model.assert_complete()
     assert result.final_output == "the logs look fine"
     pointer = seen["pointer"]
-    assert utf8_size(pointer) <= service.settings.max_bytes
+    assert utf8_size(pointer) <= memory_service.settings.max_bytes
     assert "tool fetch_logs (call call_fetch)" in pointer
     body = seen["page"].split("\n", 1)[1].rsplit("\nnext: ", 1)[0]
     assert body == BIG[1_000_000:1_005_000]
 
 
 def test_small_output_passes_through_and_original_tool_is_untouched(
-    service: TruncationService,
+    memory_service: TruncationService,
 ) -> None:
     """A small output reaches the model unchanged; the original tool stays uncapped."""
 
@@ -114,7 +104,7 @@ def test_small_output_passes_through_and_original_tool_is_untouched(
         """Service status."""
         return "all green"
 
-    wrapped = wrap_tool(status, service=service)
+    wrapped = wrap_tool(status, service=memory_service)
     assert wrapped is not status
     assert wrapped.name == status.name and wrapped.params_json_schema == status.params_json_schema
     seen: dict[str, Any] = {}
@@ -133,7 +123,9 @@ def test_small_output_passes_through_and_original_tool_is_untouched(
     assert seen["c1"] == "all green"
 
 
-def test_structured_outputs_keep_images_after_the_pointer(service: TruncationService) -> None:
+def test_structured_outputs_keep_images_after_the_pointer(
+    memory_service: TruncationService,
+) -> None:
     """ToolOutputText items are the text; image items stay attached, in order, after the pointer."""
     image = ToolOutputImage(image_url="https://example.invalid/chart.png")
 
@@ -154,14 +146,16 @@ def test_structured_outputs_keep_images_after_the_pointer(service: TruncationSer
             ModelStep.respond(answer),
         ]
     )
-    run(Agent(name="ops", model=model, tools=[wrap_tool(report, service=service)]))
+    run(Agent(name="ops", model=model, tools=[wrap_tool(report, service=memory_service)]))
     text, picture = seen["c1"]
     assert text["type"] == "input_text" and text["text"].startswith("[spillstore]")
     assert picture["type"] == "input_image"
     assert picture["image_url"] == image.image_url
 
 
-def test_tool_errors_reach_the_model_as_the_sdk_formats_them(service: TruncationService) -> None:
+def test_tool_errors_reach_the_model_as_the_sdk_formats_them(
+    memory_service: TruncationService,
+) -> None:
     """A tool that raises still produces the SDK's own error message, not a pointer."""
 
     @function_tool
@@ -181,14 +175,16 @@ def test_tool_errors_reach_the_model_as_the_sdk_formats_them(service: Truncation
             ModelStep.respond(answer),
         ]
     )
-    run(Agent(name="ops", model=model, tools=[wrap_tool(broken, service=service)]))
+    run(Agent(name="ops", model=model, tools=[wrap_tool(broken, service=memory_service)]))
     assert seen["c1"].startswith("An error occurred while running the tool")
     assert "[spillstore]" not in seen["c1"]
 
 
-def test_wrapping_twice_caps_once_and_budgets_apply(service: TruncationService) -> None:
+def test_wrapping_twice_caps_once_and_budgets_apply(memory_service: TruncationService) -> None:
     """wrap_tool on a wrapped tool replaces its options; a per-tool budget caps smaller."""
-    twice = wrap_tool(wrap_tool(fetch_logs, service=service), service=service, max_bytes="4KB")
+    twice = wrap_tool(
+        wrap_tool(fetch_logs, service=memory_service), service=memory_service, max_bytes="4KB"
+    )
     seen: dict[str, Any] = {}
 
     def answer(call: ModelCall) -> ModelStep:
@@ -206,9 +202,9 @@ def test_wrapping_twice_caps_once_and_budgets_apply(service: TruncationService) 
     assert seen["c1"].count("[spillstore]") == 1
 
 
-def test_spill_tools_have_schemas_and_answer_errors_as_text(store: MemoryStore) -> None:
+def test_spill_tools_have_schemas_and_answer_errors_as_text(memory_store: MemoryStore) -> None:
     """Read, Grep and List are FunctionTools with the spill schemas; bad arguments give text."""
-    tools = spill_tools(tools=SpillTools(store))
+    tools = spill_tools(tools=SpillTools(memory_store))
     assert [t.name for t in tools] == ["read_spill", "grep_spill", "list_spills"]
     assert all(isinstance(t, FunctionTool) for t in tools)
     assert "spill" in tools[0].params_json_schema["properties"]

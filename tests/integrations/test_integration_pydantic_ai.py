@@ -38,16 +38,6 @@ BIG = "".join(
 SPILL = re.compile(r'spill="([^"]+)"')
 
 
-@pytest.fixture
-def store() -> MemoryStore:
-    return MemoryStore()
-
-
-@pytest.fixture
-def service(store: MemoryStore) -> TruncationService:
-    return TruncationService(store)
-
-
 def returns(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
     """Every tool return the model has received, by call id."""
     return {
@@ -59,7 +49,7 @@ def returns(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
     }
 
 
-def test_pointer_then_read_spill_returns_the_exact_bytes(service: TruncationService) -> None:
+def test_pointer_then_read_spill_returns_the_exact_bytes(memory_service: TruncationService) -> None:
     """A 3.8 MB tool result reaches the model as a pointer; read_spill returns the exact bytes."""
     seen: dict[str, str] = {}
 
@@ -80,7 +70,7 @@ def test_pointer_then_read_spill_returns_the_exact_bytes(service: TruncationServ
         seen["page"] = got["call_read"].model_response_str()
         return ModelResponse(parts=[TextPart("nothing unusual")])
 
-    agent = Agent(FunctionModel(model), capabilities=[SpillCapability(service)])
+    agent = Agent(FunctionModel(model), capabilities=[SpillCapability(memory_service)])
 
     @agent.tool_plain
     def events() -> str:
@@ -89,15 +79,15 @@ def test_pointer_then_read_spill_returns_the_exact_bytes(service: TruncationServ
 
     result = asyncio.run(agent.run("what happened?"))
     assert result.output == "nothing unusual"
-    assert utf8_size(seen["pointer"]) <= service.settings.max_bytes
+    assert utf8_size(seen["pointer"]) <= memory_service.settings.max_bytes
     assert "tool events (call call_events)" in seen["pointer"]
     body = seen["page"].split("\n", 1)[1].rsplit("\nnext: ", 1)[0]
     assert body == BIG[2_500_000:2_506_000]
 
 
-def test_test_model_sees_the_pointer(service: TruncationService) -> None:
+def test_test_model_sees_the_pointer(memory_service: TruncationService) -> None:
     """With TestModel calling the tool, the recorded tool return is the pointer, within budget."""
-    agent = Agent(TestModel(call_tools=["events"]), capabilities=[SpillCapability(service)])
+    agent = Agent(TestModel(call_tools=["events"]), capabilities=[SpillCapability(memory_service)])
 
     @agent.tool_plain
     async def events() -> str:
@@ -108,7 +98,7 @@ def test_test_model_sees_the_pointer(service: TruncationService) -> None:
     (part,) = [p for p in returns(result.all_messages()).values() if p.tool_name == "events"]
     assert isinstance(part.content, str)
     assert part.content.startswith("[spillstore] The output of tool events")
-    assert utf8_size(part.content) <= service.settings.max_bytes
+    assert utf8_size(part.content) <= memory_service.settings.max_bytes
 
 
 def run_tool(service: TruncationService, value: Any, **options: Any) -> ToolReturnPart:
@@ -129,56 +119,58 @@ def run_tool(service: TruncationService, value: Any, **options: Any) -> ToolRetu
     return returns(asyncio.run(agent.run("go")).all_messages())["c1"]
 
 
-def test_small_and_non_text_values_pass_through(service: TruncationService) -> None:
+def test_small_and_non_text_values_pass_through(memory_service: TruncationService) -> None:
     """Results within budget reach the model unchanged, whatever their type."""
-    assert run_tool(service, "fine").content == "fine"
-    assert run_tool(service, {"rows": 3}).content == {"rows": 3}
+    assert run_tool(memory_service, "fine").content == "fine"
+    assert run_tool(memory_service, {"rows": 3}).content == {"rows": 3}
 
 
 def test_big_json_value_becomes_a_pointer_to_its_json(
-    service: TruncationService, store: MemoryStore
+    memory_service: TruncationService, memory_store: MemoryStore
 ) -> None:
     """A big dict is measured as the JSON pydantic-ai would send, and that JSON is saved."""
     value = {"rows": [{"id": i, "name": f"item {i}"} for i in range(40_000)]}
-    part = run_tool(service, value)
+    part = run_tool(memory_service, value)
     assert isinstance(part.content, str) and "[spillstore]" in part.content
-    assert utf8_size(part.content) <= service.settings.max_bytes
+    assert utf8_size(part.content) <= memory_service.settings.max_bytes
     spill = SPILL.search(part.content)
     assert spill is not None
-    assert store.stat(spill.group(1)).total_bytes == len(_json(value).encode())
+    assert memory_store.stat(spill.group(1)).total_bytes == len(_json(value).encode())
 
 
 def _json(value: Any) -> str:
     return tool_return_ta.dump_json(value, by_alias=True).decode()
 
 
-def test_tool_return_keeps_metadata_and_files_stay_attached(service: TruncationService) -> None:
+def test_tool_return_keeps_metadata_and_files_stay_attached(
+    memory_service: TruncationService,
+) -> None:
     """ToolReturn keeps its metadata with a capped return_value; files stay after the pointer."""
     image = BinaryContent(data=b"\x89PNG\r\n", media_type="image/png")
-    part = run_tool(service, ToolReturn(return_value=BIG, metadata={"rows": 70_000}))
+    part = run_tool(memory_service, ToolReturn(return_value=BIG, metadata={"rows": 70_000}))
     assert isinstance(part.content, str) and part.content.startswith("[spillstore]")
     assert part.metadata == {"rows": 70_000}
-    with_file = run_tool(service, [BIG, image])
+    with_file = run_tool(memory_service, [BIG, image])
     assert isinstance(with_file.content, list)
     assert with_file.content[0].startswith("[spillstore]")
     assert with_file.content[1] == image
 
 
-def test_budgets_and_exempt_tools(service: TruncationService) -> None:
+def test_budgets_and_exempt_tools(memory_service: TruncationService) -> None:
     """Per-tool budgets cap smaller; exempt tools pass through untouched."""
-    small = run_tool(service, BIG, budgets={"tool": "4KB"})
+    small = run_tool(memory_service, BIG, budgets={"tool": "4KB"})
     assert isinstance(small.content, str) and utf8_size(small.content) <= 4000
-    exempt = run_tool(service, BIG, exempt={"tool"})
+    exempt = run_tool(memory_service, BIG, exempt={"tool"})
     assert exempt.content == BIG
 
 
-def test_tool_exceptions_are_not_results(service: TruncationService) -> None:
+def test_tool_exceptions_are_not_results(memory_service: TruncationService) -> None:
     """A tool that raises fails the run with its own exception, untouched by the capability."""
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[ToolCallPart("broken", {}, tool_call_id="c1")])
 
-    agent = Agent(FunctionModel(model), capabilities=[SpillCapability(service)])
+    agent = Agent(FunctionModel(model), capabilities=[SpillCapability(memory_service)])
 
     @agent.tool_plain
     def broken() -> str:

@@ -46,15 +46,15 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def store() -> MemoryStore:
+def proxy_store() -> MemoryStore:
     """One in-memory store for the shared proxy."""
     return MemoryStore()
 
 
 @pytest.fixture(scope="module")
-async def proxy(store: MemoryStore) -> AsyncIterator[SpillProxy]:
+async def proxy(proxy_store: MemoryStore) -> AsyncIterator[SpillProxy]:
     """A proxy in front of big.py, shared by the tests that do not break it."""
-    async with SpillProxy(BIG, store=store, settings=Settings(max_bytes=BUDGET)) as running:
+    async with SpillProxy(BIG, store=proxy_store, settings=Settings(max_bytes=BUDGET)) as running:
         yield running
 
 
@@ -217,7 +217,7 @@ async def test_proxy_passes_small_results_through_unchanged(proxy: SpillProxy, m
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_proxy_caps_a_big_result_and_the_spill_pages_through_the_proxy(
-    proxy: SpillProxy, store: MemoryStore, mode: str
+    proxy: SpillProxy, proxy_store: MemoryStore, mode: str
 ) -> None:
     """A 3 MB result is capped to the budget, spilled byte-exact, and paged with read_spill."""
     expected = make_text(3_000_000, char="ü")
@@ -229,7 +229,7 @@ async def test_proxy_caps_a_big_result_and_the_spill_pages_through_the_proxy(
         assert spill["totalBytes"] == 3_000_000
         assert spill["sha256"] == hashlib.sha256(expected.encode()).hexdigest()
         assert f"Saved in full as spill {spill['spillId']}" in text
-        assert store.read_bytes(spill["spillId"], 0, 3_000_000) == expected.encode()
+        assert proxy_store.read_bytes(spill["spillId"], 0, 3_000_000) == expected.encode()
         page = await client.call_tool(
             "read_spill", {"spill": spill["spillId"], "offset": 20_000, "limit": 2}
         )
@@ -244,7 +244,7 @@ async def test_proxy_caps_a_big_result_and_the_spill_pages_through_the_proxy(
 
 @pytest.mark.anyio
 async def test_proxy_keeps_media_spills_embedded_text_and_notices_blobs(
-    proxy: SpillProxy, store: MemoryStore
+    proxy: SpillProxy, proxy_store: MemoryStore
 ) -> None:
     """Images, audio and links stay in order; big embedded text is spilled; blobs noticed."""
     async with Client(proxy.server) as client:
@@ -267,7 +267,7 @@ async def test_proxy_keeps_media_spills_embedded_text_and_notices_blobs(
     assert isinstance(small.content[3], types.EmbeddedResource)  # fits: kept as it was
     assert size("".join(texts(large))) <= BUDGET + 200  # the blob notice sits beside the cap
     spill = (large.meta or {})[SPILL_META_KEY]
-    stored = store.read_bytes(spill["spillId"], 0, spill["totalBytes"]).decode()
+    stored = proxy_store.read_bytes(spill["spillId"], 0, spill["totalBytes"]).decode()
     assert stored.startswith("mixed result\n") and make_text(200_000) in stored
     assert len(BLOB) > 0 and base64.b64decode(BLOB)[:1] == b"\0"
 
@@ -275,7 +275,7 @@ async def test_proxy_keeps_media_spills_embedded_text_and_notices_blobs(
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_proxy_structured_content_never_makes_the_sdk_client_reject(
-    proxy: SpillProxy, store: MemoryStore, mode: str
+    proxy: SpillProxy, proxy_store: MemoryStore, mode: str
 ) -> None:
     """Small structured content is forwarded; large is dropped or spilled; the client accepts."""
     async with Client(proxy.server, mode=mode) as client:

@@ -28,16 +28,6 @@ BIG = "".join(f"{i:07d} log line with some words in it\n" for i in range(80_000)
 SPILL = re.compile(r'spill="([^"]+)"')
 
 
-@pytest.fixture
-def store() -> MemoryStore:
-    return MemoryStore()
-
-
-@pytest.fixture
-def service(store: MemoryStore) -> TruncationService:
-    return TruncationService(store)
-
-
 def read_bytes(store: MemoryStore, pointer: str, start: int, size: int) -> str:
     """What a model gets back from read_spill in byte mode: the page body."""
     spill = SPILL.search(pointer)
@@ -47,11 +37,11 @@ def read_bytes(store: MemoryStore, pointer: str, start: int, size: int) -> str:
     return text.split("\n", 1)[1].rsplit("\nnext: ", 1)[0]
 
 
-def test_small_str_comes_back_as_the_same_object(service: TruncationService) -> None:
+def test_small_str_comes_back_as_the_same_object(memory_service: TruncationService) -> None:
     """A result within budget is returned as the very same object."""
     value = "short output"
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def tool() -> str:
         return value
 
@@ -59,26 +49,26 @@ def test_small_str_comes_back_as_the_same_object(service: TruncationService) -> 
 
 
 def test_big_str_becomes_a_pointer_and_the_bytes_can_be_read_back(
-    service: TruncationService, store: MemoryStore
+    memory_service: TruncationService, memory_store: MemoryStore
 ) -> None:
     """A multi-megabyte str becomes a str pointer within budget; Read returns the exact bytes."""
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def dump() -> str:
         return BIG
 
     with call_context("call_42"):
         out = dump()
     assert isinstance(out, str)
-    assert utf8_size(out) <= service.settings.max_bytes
+    assert utf8_size(out) <= memory_service.settings.max_bytes
     assert "tool dump (call call_42)" in out
-    assert read_bytes(store, out, 1_500_000, 4096) == BIG[1_500_000:1_504_096]
+    assert read_bytes(memory_store, out, 1_500_000, 4096) == BIG[1_500_000:1_504_096]
 
 
-def test_async_tool_stays_a_coroutine_function(service: TruncationService) -> None:
+def test_async_tool_stays_a_coroutine_function(memory_service: TruncationService) -> None:
     """An async tool's wrapper is a coroutine function whose result is capped."""
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     async def dump(n: int) -> str:
         await asyncio.sleep(0)
         return BIG[:n]
@@ -89,7 +79,7 @@ def test_async_tool_stays_a_coroutine_function(service: TruncationService) -> No
     assert asyncio.run(dump(10)) == BIG[:10]
 
 
-def test_async_callable_object_is_awaited(service: TruncationService) -> None:
+def test_async_callable_object_is_awaited(memory_service: TruncationService) -> None:
     """A callable object with an async __call__ is wrapped as an async tool."""
 
     class Tool:
@@ -98,19 +88,19 @@ def test_async_callable_object_is_awaited(service: TruncationService) -> None:
         async def __call__(self) -> str:
             return BIG
 
-    wrapped = wrap(Tool(), service=service)
+    wrapped = wrap(Tool(), service=memory_service)
     assert inspect.iscoroutinefunction(wrapped)
     assert "tool obj_tool" in asyncio.run(wrapped())
 
 
-def test_signature_name_doc_and_wrapped_are_preserved(service: TruncationService) -> None:
+def test_signature_name_doc_and_wrapped_are_preserved(memory_service: TruncationService) -> None:
     """Frameworks that introspect see the tool's own signature, name, docstring and annotations."""
 
     def search(query: str, limit: int = 10) -> str:
         """Search the logs."""
         return query * limit
 
-    wrapped = wrap(search, service=service)
+    wrapped = wrap(search, service=memory_service)
     assert wrapped.__wrapped__ is search  # type: ignore[attr-defined]
     assert wrapped.__name__ == "search"
     assert wrapped.__doc__ == "Search the logs."
@@ -119,11 +109,11 @@ def test_signature_name_doc_and_wrapped_are_preserved(service: TruncationService
     assert not inspect.iscoroutinefunction(wrapped)
 
 
-def test_exceptions_pass_through_untouched(service: TruncationService) -> None:
+def test_exceptions_pass_through_untouched(memory_service: TruncationService) -> None:
     """An exception is not a result: the very same exception object propagates."""
     error = ValueError("boom")
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def tool() -> str:
         raise error
 
@@ -132,10 +122,10 @@ def test_exceptions_pass_through_untouched(service: TruncationService) -> None:
     assert caught.value is error
 
 
-def test_async_exceptions_pass_through_untouched(service: TruncationService) -> None:
+def test_async_exceptions_pass_through_untouched(memory_service: TruncationService) -> None:
     """An async tool's exception propagates unchanged too."""
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     async def tool() -> str:
         raise KeyError("missing")
 
@@ -143,11 +133,11 @@ def test_async_exceptions_pass_through_untouched(service: TruncationService) -> 
         asyncio.run(tool())
 
 
-def test_tool_result_keeps_media_and_gets_spill_info(service: TruncationService) -> None:
+def test_tool_result_keeps_media_and_gets_spill_info(memory_service: TruncationService) -> None:
     """A ToolResult comes back as a ToolResult: media kept in order, spill info set."""
     image = MediaPart(kind="image", mime_type="image/png", data=b"\x89PNG")
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def tool() -> ToolResult:
         return ToolResult(content=(TextPart(BIG), image), is_error=True)
 
@@ -158,28 +148,28 @@ def test_tool_result_keeps_media_and_gets_spill_info(service: TruncationService)
     assert out.content[1] is image
 
 
-def test_mapping_with_text_keeps_its_other_keys(service: TruncationService) -> None:
+def test_mapping_with_text_keeps_its_other_keys(memory_service: TruncationService) -> None:
     """A dict with a str "text" comes back as a dict with the same keys and a capped text."""
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def tool() -> dict[str, Any]:
         return {"text": BIG, "exit_code": 3}
 
     out = tool()
     assert set(out) == {"text", "exit_code"}
     assert out["exit_code"] == 3
-    assert utf8_size(out["text"]) <= service.settings.max_bytes
+    assert utf8_size(out["text"]) <= memory_service.settings.max_bytes
     assert out["text"].startswith("[spillstore]")
 
 
-def test_lists_come_back_as_lists(service: TruncationService) -> None:
+def test_lists_come_back_as_lists(memory_service: TruncationService) -> None:
     """A list of str gives a list of str; a list of parts gives a list of parts."""
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def strings() -> list[str]:
         return [BIG[:1_000_000], BIG[1_000_000:]]
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def parts() -> list[Any]:
         return ["intro", MediaPart(kind="audio", mime_type="audio/wav", data=b"RIFF"), BIG]
 
@@ -192,52 +182,54 @@ def test_lists_come_back_as_lists(service: TruncationService) -> None:
 
 
 @pytest.mark.parametrize("value", [None, 42, b"x" * 100_000, {"data": "x" * 100_000}, []])
-def test_other_values_pass_through(service: TruncationService, value: object) -> None:
+def test_other_values_pass_through(memory_service: TruncationService, value: object) -> None:
     """Values with no text the wrapper knows come back untouched (the same object)."""
 
-    @wrap(service=service)
+    @wrap(service=memory_service)
     def tool() -> object:
         return value
 
     assert tool() is value
 
 
-def test_per_tool_budget_caps_smaller(service: TruncationService) -> None:
+def test_per_tool_budget_caps_smaller(memory_service: TruncationService) -> None:
     """max_bytes gives one tool a smaller budget, and its previews shrink to fit it."""
 
-    @wrap(service=service, max_bytes="3KB")
+    @wrap(service=memory_service, max_bytes="3KB")
     def tool() -> str:
         return BIG
 
     out = tool()
     assert utf8_size(out) <= 3000
-    assert service.settings.max_bytes == 50_000  # the shared service is unchanged
+    assert memory_service.settings.max_bytes == 50_000  # the shared service is unchanged
 
 
 @pytest.mark.parametrize("bad", [0, -1, 100, True, 2.5, "lots", "1K"])
-def test_bad_budget_is_rejected_when_wrapping(service: TruncationService, bad: object) -> None:
+def test_bad_budget_is_rejected_when_wrapping(
+    memory_service: TruncationService, bad: object
+) -> None:
     """A budget that is not a size of at least 2,048 bytes raises ConfigError at wrap time."""
     with pytest.raises(ConfigError):
-        wrap(lambda: "x", service=service, max_bytes=bad)  # type: ignore[arg-type]
+        wrap(lambda: "x", service=memory_service, max_bytes=bad)  # type: ignore[arg-type]
 
 
-def test_exempt_tool_is_never_cut(service: TruncationService) -> None:
+def test_exempt_tool_is_never_cut(memory_service: TruncationService) -> None:
     """An exempt tool's result comes back untouched however big it is."""
 
-    @wrap(service=service, exempt=True)
+    @wrap(service=memory_service, exempt=True)
     def reader() -> str:
         return BIG
 
     assert reader() is BIG
 
 
-def test_wrapping_twice_caps_once(service: TruncationService) -> None:
+def test_wrapping_twice_caps_once(memory_service: TruncationService) -> None:
     """wrap(wrap(f)) wraps f itself: one cap, the outer options winning."""
 
     def dump() -> str:
         return BIG
 
-    once = wrap(dump, service=service, max_bytes=20_000)
+    once = wrap(dump, service=memory_service, max_bytes=20_000)
     twice = wrap(once, max_bytes=10_000)
     assert twice.__wrapped__ is dump  # type: ignore[attr-defined]
     out = twice()
@@ -247,7 +239,7 @@ def test_wrapping_twice_caps_once(service: TruncationService) -> None:
     assert exempt() is BIG
 
 
-def test_decorator_forms(service: TruncationService) -> None:
+def test_decorator_forms(memory_service: TruncationService) -> None:
     """@wrap without parentheses uses a default service made on first call."""
 
     @wrap
@@ -255,7 +247,7 @@ def test_decorator_forms(service: TruncationService) -> None:
         return "ok"
 
     assert tool() == "ok"
-    assert wrap(service=service)(tool)() == "ok"
+    assert wrap(service=memory_service)(tool)() == "ok"
 
 
 def test_default_service_reads_the_environment(

@@ -1,7 +1,7 @@
 """S3Store beyond the shared contract: layout, keys, streaming, fleets, cleanup, tools.
 
 The contract suite (tests/stores/test_store_contract.py) already runs over S3 through the
-``store`` fixture; these tests pin what only an object store has: key validation, the
+``any_store`` fixture; these tests pin what only an object store has: key validation, the
 delimiter, multipart streaming, ranged reads, conditional create between workers,
 orphans of dead writers, the cleaner's lease, and the recovery tools on top.
 """

@@ -75,33 +75,33 @@ def log_lines(count: int) -> bytes:
 # --------------------------------------------------------------------------- content mode
 
 
-def test_needle_in_the_middle_has_the_brute_force_line_number(store: Store) -> None:
+def test_needle_in_the_middle_has_the_brute_force_line_number(any_store: Store) -> None:
     """A needle far into a spill is found with the line number brute force gives."""
     data = bytearray(log_lines(60_000))
     middle = data.index(b"\n", len(data) // 2) + 1
     data[middle:middle] = b"FATAL disk quota exceeded on /var\n"
     data = bytes(data)
-    spill = put(store, data)
-    text = text_of(SpillTools(store).grep("FATAL", spill))
+    spill = put(any_store, data)
+    text = text_of(SpillTools(any_store).grep("FATAL", spill))
     expected_line = data.count(b"\n", 0, middle) + 1
     assert hits(text) == [(None, expected_line, "FATAL disk quota exceeded on /var")]
     assert text.split("\n")[0] == f'grep_spill "FATAL" in spill {spill}: matching lines 1-1'
     assert text.endswith("\nend of results")
 
 
-def test_regex_matches_with_line_anchors(store: Store) -> None:
+def test_regex_matches_with_line_anchors(any_store: Store) -> None:
     """^ and $ anchor at line boundaries, and . never crosses a newline."""
-    spill = put(store, b"alpha\nbeta\nalphabet\ngamma alpha\n")
-    tools = SpillTools(store)
+    spill = put(any_store, b"alpha\nbeta\nalphabet\ngamma alpha\n")
+    tools = SpillTools(any_store)
     assert [n for _, n, _ in hits(text_of(tools.grep("^alpha$", spill)))] == [1]
     assert [n for _, n, _ in hits(text_of(tools.grep("alpha.*", spill)))] == [1, 3, 4]
     assert [n for _, n, _ in hits(text_of(tools.grep("a$", spill)))] == [1, 2, 4]
 
 
-def test_ignore_case(store: Store) -> None:
+def test_ignore_case(any_store: Store) -> None:
     """ignore_case matches regardless of case, for literals and regexes, ASCII and not."""
-    spill = put(store, b"Error one\nerror two\nERROR three\nfine\n\xc3\x89T\xc3\x89\n")
-    tools = SpillTools(store)
+    spill = put(any_store, b"Error one\nerror two\nERROR three\nfine\n\xc3\x89T\xc3\x89\n")
+    tools = SpillTools(any_store)
     assert [n for _, n, _ in hits(text_of(tools.grep("error", spill)))] == [2]
     assert [n for _, n, _ in hits(text_of(tools.grep("error", spill, ignore_case=True)))] == [
         1,
@@ -116,10 +116,10 @@ def test_ignore_case(store: Store) -> None:
     assert [n for _, n, _ in hits(text_of(tools.grep("été", spill, ignore_case=True)))] == [5]
 
 
-def test_literal_flag_searches_metacharacters_verbatim(store: Store) -> None:
+def test_literal_flag_searches_metacharacters_verbatim(any_store: Store) -> None:
     """literal=True searches a pattern with metacharacters as plain text."""
-    spill = put(store, b"a+b\naab\n(x)\n")
-    tools = SpillTools(store)
+    spill = put(any_store, b"a+b\naab\n(x)\n")
+    tools = SpillTools(any_store)
     assert [n for _, n, _ in hits(text_of(tools.grep("a+b", spill, literal=True)))] == [1]
     assert [n for _, n, _ in hits(text_of(tools.grep("a+b", spill)))] == [2]
     assert [n for _, n, _ in hits(text_of(tools.grep("(x)", spill, literal=True)))] == [3]
@@ -128,11 +128,11 @@ def test_literal_flag_searches_metacharacters_verbatim(store: Store) -> None:
     ] == [3]
 
 
-def test_context_lines_and_group_separators(store: Store) -> None:
+def test_context_lines_and_group_separators(any_store: Store) -> None:
     """Context lines use '-', matching lines ':', and '--' separates groups, as in grep."""
     data = b"".join(b"l%d%s\n" % (i, b" hit" if i in (5, 7, 20) else b"") for i in range(1, 31))
-    spill = put(store, data)
-    text = text_of(SpillTools(store).grep("hit", spill, before=2, after=1))
+    spill = put(any_store, data)
+    text = text_of(SpillTools(any_store).grep("hit", spill, before=2, after=1))
     body = text.split("\n")[1:-1]
     assert body == [
         "3-l3",
@@ -147,25 +147,25 @@ def test_context_lines_and_group_separators(store: Store) -> None:
         "20:l20 hit",
         "21-l21",
     ]
-    around = text_of(SpillTools(store).grep("l30", spill, context=3)).split("\n")[1:-1]
+    around = text_of(SpillTools(any_store).grep("l30", spill, context=3)).split("\n")[1:-1]
     assert around == ["27-l27", "28-l28", "29-l29", "30:l30"]
-    first = text_of(SpillTools(store).grep("^l1$", spill, context=2)).split("\n")[1:-1]
+    first = text_of(SpillTools(any_store).grep("^l1$", spill, context=2)).split("\n")[1:-1]
     assert first == ["1:l1", "2-l2", "3-l3"]
 
 
-def test_multiline_match_is_reported_at_its_first_line(store: Store) -> None:
+def test_multiline_match_is_reported_at_its_first_line(any_store: Store) -> None:
     """A match that spans lines is reported once, at the line where it starts."""
-    spill = put(store, b"one\nstart here\nend there\nfour\n")
-    found = hits(text_of(SpillTools(store).grep(r"here\s+end", spill)))
+    spill = put(any_store, b"one\nstart here\nend there\nfour\n")
+    found = hits(text_of(SpillTools(any_store).grep(r"here\s+end", spill)))
     assert [(n, t) for _, n, t in found] == [(2, "start here")]
 
 
-def test_long_matching_line_shows_a_window_around_the_match(store: Store) -> None:
+def test_long_matching_line_shows_a_window_around_the_match(any_store: Store) -> None:
     """A matching line over the column cap shows the part around the match and its offset."""
     line = b"a" * 5000 + b"NEEDLE" + b"b" * 5000
     data = b"first\n" + line + b"\n"
-    spill = put(store, data)
-    text = text_of(SpillTools(store, max_column_bytes=100).grep("NEEDLE", spill))
+    spill = put(any_store, data)
+    text = text_of(SpillTools(any_store, max_column_bytes=100).grep("NEEDLE", spill))
     ((_, number, shown),) = hits(text)
     assert number == 2
     assert "NEEDLE" in shown
@@ -177,11 +177,11 @@ def test_long_matching_line_shows_a_window_around_the_match(store: Store) -> Non
 # --------------------------------------------------------------------------- paging
 
 
-def test_head_limit_and_offset_page_through_every_hit(store: Store) -> None:
+def test_head_limit_and_offset_page_through_every_hit(any_store: Store) -> None:
     """Following the 'more results' hint pages through exactly the brute-force hits."""
     data = log_lines(3000)
-    spill = put(store, data)
-    tools = SpillTools(store)
+    spill = put(any_store, data)
+    tools = SpillTools(any_store)
     expected = brute_lines(data, b"worker.3")
     seen: list[int] = []
     offset = 0
@@ -199,10 +199,10 @@ def test_head_limit_and_offset_page_through_every_hit(store: Store) -> None:
     assert seen == expected
 
 
-def test_more_results_hint_names_every_argument_not_at_its_default(store: Store) -> None:
+def test_more_results_hint_names_every_argument_not_at_its_default(any_store: Store) -> None:
     """The hint repeats each argument that differs from its default, and works as a call."""
-    spill = put(store, "".join(f"line {i} Timeout\n" for i in range(300)))
-    tools = SpillTools(store)
+    spill = put(any_store, "".join(f"line {i} Timeout\n" for i in range(300)))
+    tools = SpillTools(any_store)
     text = text_of(
         tools.grep(
             "timeout", spill, ignore_case=True, context=1, after=0, head_limit=5, literal=True
@@ -219,11 +219,11 @@ def test_more_results_hint_names_every_argument_not_at_its_default(store: Store)
     assert following.split("\n", 1)[0].endswith("matching lines 6-10 (more below)")
 
 
-def test_unlimited_head_limit_is_still_bounded_by_the_page(store: Store) -> None:
+def test_unlimited_head_limit_is_still_bounded_by_the_page(any_store: Store) -> None:
     """head_limit=0 (or None) lists everything that fits, then hints where to go on."""
     data = log_lines(5000)
-    spill = put(store, data)
-    tools = SpillTools(store)
+    spill = put(any_store, data)
+    tools = SpillTools(any_store)
     for limit in (0, None):
         text = text_of(tools.grep("INFO", spill, head_limit=limit))
         assert len(text.encode()) <= 16_000
@@ -232,29 +232,29 @@ def test_unlimited_head_limit_is_still_bounded_by_the_page(store: Store) -> None
         assert text.endswith(f"head_limit={0 if limit == 0 else 'null'}, offset={shown}) --")
 
 
-def test_offset_past_the_last_hit_says_how_many_there_were(store: Store) -> None:
+def test_offset_past_the_last_hit_says_how_many_there_were(any_store: Store) -> None:
     """An offset beyond the last hit is not an error, and says the total."""
-    spill = put(store, b"x\nx\ny\n")
-    text = text_of(SpillTools(store).grep("x", spill, offset=5))
+    spill = put(any_store, b"x\nx\ny\n")
+    text = text_of(SpillTools(any_store).grep("x", spill, offset=5))
     assert text.split("\n")[0].endswith("no matching lines after offset 5 (2 in all)")
 
 
 # --------------------------------------------------------------------------- modes, sessions
 
 
-def test_count_mode_counts_matching_lines(store: Store) -> None:
+def test_count_mode_counts_matching_lines(any_store: Store) -> None:
     """count mode gives matching lines (not matches) per spill, like grep -c."""
-    spill = put(store, b"a a a\nb\na\n")
-    text = text_of(SpillTools(store).grep("a", spill, output_mode="count"))
+    spill = put(any_store, b"a a a\nb\na\n")
+    text = text_of(SpillTools(any_store).grep("a", spill, output_mode="count"))
     assert text == f'grep_spill "a" in spill {spill}: 2 matching lines\nend of results'
 
 
-def test_all_spills_of_the_session_are_searched_and_no_others(store: Store) -> None:
+def test_all_spills_of_the_session_are_searched_and_no_others(any_store: Store) -> None:
     """Without a spill, every spill of this session is searched, prefixed by its id."""
-    first = put(store, b"one needle\nnothing\n", tool="a")
-    second = put(store, b"nothing\nnothing\ntwo needle\n", tool="b")
-    put(store, b"needle of another session\n", session="other")
-    tools = SpillTools(store)
+    first = put(any_store, b"one needle\nnothing\n", tool="a")
+    second = put(any_store, b"nothing\nnothing\ntwo needle\n", tool="b")
+    put(any_store, b"needle of another session\n", session="other")
+    tools = SpillTools(any_store)
     found = hits(text_of(tools.grep("needle")))
     assert found == [(first, 1, "one needle"), (second, 3, "two needle")]
     count = text_of(tools.grep("needle", output_mode="count"))
@@ -266,18 +266,18 @@ def test_all_spills_of_the_session_are_searched_and_no_others(store: Store) -> N
     assert second in text_of(tools.grep("needle", output_mode="spills", offset=1))
 
 
-def test_no_match_is_not_an_error(store: Store) -> None:
+def test_no_match_is_not_an_error(any_store: Store) -> None:
     """A search without matches says so plainly."""
-    spill = put(store, b"abc\n")
-    result = SpillTools(store).grep("zzz", spill)
+    spill = put(any_store, b"abc\n")
+    result = SpillTools(any_store).grep("zzz", spill)
     assert not result.is_error
     assert text_of(result).split("\n")[0].endswith("no matching lines")
 
 
-def test_partially_saved_spill_reports_what_was_not_searched(store: Store) -> None:
+def test_partially_saved_spill_reports_what_was_not_searched(any_store: Store) -> None:
     """A match in the kept tail has its true line number; the unsearched gap is named."""
     data = b"".join(b"line %05d\n" % i for i in range(1, 20001))
-    meta = store.put(
+    meta = any_store.put(
         data,
         session=SESSION,
         tool_name="bash",
@@ -285,7 +285,7 @@ def test_partially_saved_spill_reports_what_was_not_searched(store: Store) -> No
         retention_bytes=60_000,
         retained_tail_bytes=20_000,
     )
-    tools = SpillTools(store)
+    tools = SpillTools(any_store)
     text = text_of(tools.grep("line 19999", meta.spill_id))
     assert hits(text) == [(None, 19999, "line 19999")]
     gap = meta.gaps[0]
@@ -517,19 +517,19 @@ def test_long_non_ascii_patterns_leave_room_for_results() -> None:
     assert len(single.encode()) <= MIN_PAGE_BYTES and hits(single)
 
 
-def test_pointer_next_calls_work_and_grep_finds_the_elided_middle(store: Store) -> None:
+def test_pointer_next_calls_work_and_grep_finds_the_elided_middle(any_store: Store) -> None:
     """Through the service: the pointer's Read call runs, and Grep finds a hidden needle."""
     from spillstore._service.service import TruncationService
 
     lines = [f"row {i:06d} ok" for i in range(1, 40_001)]
     lines[20_000] = "row 020001 NEEDLE-in-the-elided-middle"
     output = "\n".join(lines) + "\n"
-    service = TruncationService(store, session=SESSION)
+    service = TruncationService(any_store, session=SESSION)
     result = service.truncate_for_model(output, tool_name="bash", tool_call_id="c1")
     assert result.spill is not None and result.spill.spill_id is not None
     pointer = result.content[0].text  # type: ignore[union-attr]
     assert "NEEDLE" not in pointer
-    tools = SpillTools(store, session=SESSION)
+    tools = SpillTools(any_store, session=SESSION)
     found = re.search(r"Next: read_spill\(([^)]*)\)", pointer)
     assert found is not None
     arguments = {

@@ -25,11 +25,13 @@ def entries(text: str) -> list[tuple[int, str]]:
     return [(int(m.group(1)), m.group(2)) for line in text.split("\n") if (m := _ENTRY.match(line))]
 
 
-def test_lists_spills_newest_last_with_their_facts(store: Store, clock: object) -> None:
+def test_lists_spills_newest_last_with_their_facts(any_store: Store, clock: object) -> None:
     """Each entry gives id, tool, call id, bytes, lines, how it was saved and its first line."""
-    first = store.put(b"first line\nsecond\n", session=SESSION, tool_name="bash", tool_call_id="c1")
+    first = any_store.put(
+        b"first line\nsecond\n", session=SESSION, tool_name="bash", tool_call_id="c1"
+    )
     clock.advance(5)  # type: ignore[attr-defined]
-    second = store.put(
+    second = any_store.put(
         "é" * 200 + "\nmore\n",
         session=SESSION,
         tool_name="web fetch",
@@ -37,8 +39,8 @@ def test_lists_spills_newest_last_with_their_facts(store: Store, clock: object) 
         retention_bytes=100,
         retained_tail_bytes=10,
     )
-    store.put(b"elsewhere\n", session="other", tool_name="bash", tool_call_id="c3")
-    text = text_of(SpillTools(store).list())
+    any_store.put(b"elsewhere\n", session="other", tool_name="bash", tool_call_id="c3")
+    text = text_of(SpillTools(any_store).list())
     lines = text.split("\n")
     assert lines[0] == 'list_spills: session "default", spills 1-2 of 2 (oldest first, newest last)'
     assert lines[1] == (
@@ -51,22 +53,24 @@ def test_lists_spills_newest_last_with_their_facts(store: Store, clock: object) 
     assert len(lines) == 3
 
 
-def test_empty_session_says_so(store: Store) -> None:
+def test_empty_session_says_so(any_store: Store) -> None:
     """A session without spills is not an error."""
-    result = SpillTools(store).list()
+    result = SpillTools(any_store).list()
     assert not result.is_error
     assert text_of(result) == 'list_spills: session "default" has no spills'
 
 
-def test_long_lists_show_the_newest_and_page_back(store: Store, clock: object) -> None:
+def test_long_lists_show_the_newest_and_page_back(any_store: Store, clock: object) -> None:
     """Past the limit the newest spills are shown and a hint pages back to older ones."""
     ids = []
     for i in range(30):
         ids.append(
-            store.put(f"out {i}\n", session=SESSION, tool_name="t", tool_call_id=f"c{i}").spill_id
+            any_store.put(
+                f"out {i}\n", session=SESSION, tool_name="t", tool_call_id=f"c{i}"
+            ).spill_id
         )
         clock.advance(1)  # type: ignore[attr-defined]
-    tools = SpillTools(store)
+    tools = SpillTools(any_store)
     page = text_of(tools.list(limit=10))
     assert entries(page) == [(n + 1, ids[n]) for n in range(20, 30)]
     assert page.endswith("-- 20 older spills not shown: call list_spills(offset=10) --")

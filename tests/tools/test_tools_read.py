@@ -79,11 +79,11 @@ def lines_of(data: bytes) -> list[bytes]:
 # --------------------------------------------------------------------------- line paging
 
 
-def test_line_pages_reconstruct_the_output(store: Store) -> None:
+def test_line_pages_reconstruct_the_output(any_store: Store) -> None:
     """Following the next-call hints from line 1 to the end yields every line exactly once."""
     data = "".join(f"{i:05d} héllo wörld €\n" for i in range(1, 3001)).encode()
-    spill = put(store, data)
-    tools = SpillTools(store)
+    spill = put(any_store, data)
+    tools = SpillTools(any_store)
     seen: list[str] = []
     offset = 1
     calls = 0
@@ -104,11 +104,11 @@ def test_line_pages_reconstruct_the_output(store: Store) -> None:
     assert calls >= 5  # 700-line pages are bounded by the 16,000-byte cap
 
 
-def test_header_states_exact_line_and_byte_range(store: Store) -> None:
+def test_header_states_exact_line_and_byte_range(any_store: Store) -> None:
     """The header names the lines shown and their exact original byte range."""
     data = b"".join(b"line %d\n" % i for i in range(1, 101))
-    spill = put(store, data)
-    text = text_of(SpillTools(store).read(spill, offset=10, limit=5))
+    spill = put(any_store, data)
+    text = text_of(SpillTools(any_store).read(spill, offset=10, limit=5))
     header = text.split("\n", 1)[0]
     start = data.index(b"line 10\n")
     end = data.index(b"line 15\n")
@@ -116,11 +116,11 @@ def test_header_states_exact_line_and_byte_range(store: Store) -> None:
     assert text.rsplit("\n", 1)[1] == f'next: read_spill(spill="{spill}", offset=15, limit=5)'
 
 
-def test_negative_offsets_count_from_the_end(store: Store) -> None:
+def test_negative_offsets_count_from_the_end(any_store: Store) -> None:
     """offset=-1 is the last line, -3 the third from last, and too far back clamps to 1."""
     data = b"".join(b"row %d\n" % i for i in range(1, 51))
-    spill = put(store, data)
-    tools = SpillTools(store)
+    spill = put(any_store, data)
+    tools = SpillTools(any_store)
     assert body_lines(text_of(tools.read(spill, offset=-1))) == [(50, "row 50")]
     assert [n for n, _ in body_lines(text_of(tools.read(spill, offset=-3)))] == [48, 49, 50]
     text = text_of(tools.read(spill, offset=-1000, limit=2))
@@ -128,19 +128,19 @@ def test_negative_offsets_count_from_the_end(store: Store) -> None:
     assert [n for n, _ in body_lines(text)] == [1, 2]
 
 
-def test_last_line_without_newline_ends_the_output(store: Store) -> None:
+def test_last_line_without_newline_ends_the_output(any_store: Store) -> None:
     """A final line without a newline is shown whole and the page says end of output."""
-    spill = put(store, b"a\nb\nlast")
-    text = text_of(SpillTools(store).read(spill))
+    spill = put(any_store, b"a\nb\nlast")
+    text = text_of(SpillTools(any_store).read(spill))
     assert text.split("\n")[0] == f"spill {spill}: lines 1-3 of 3, bytes [0, 8) of 8"
     assert body_lines(text)[-1] == (3, "last")
     assert text.endswith("\nend of output")
 
 
-def test_offset_past_the_end_is_a_model_error(store: Store) -> None:
+def test_offset_past_the_end_is_a_model_error(any_store: Store) -> None:
     """An offset past the last line is a short error that says how many lines there are."""
-    spill = put(store, b"one\ntwo\n")
-    result = SpillTools(store).read(spill, offset=3)
+    spill = put(any_store, b"one\ntwo\n")
+    result = SpillTools(any_store).read(spill, offset=3)
     assert result.is_error
     assert text_of(result) == (
         f"offset 3 is past the end: spill {spill} has 2 lines; the last ones: "
@@ -148,20 +148,20 @@ def test_offset_past_the_end_is_a_model_error(store: Store) -> None:
     )
 
 
-def test_empty_spill_reads_as_empty(store: Store) -> None:
+def test_empty_spill_reads_as_empty(any_store: Store) -> None:
     """An empty output reads as empty, not as an error."""
-    spill = put(store, b"")
-    result = SpillTools(store).read(spill)
+    spill = put(any_store, b"")
+    result = SpillTools(any_store).read(spill)
     assert not result.is_error
     assert text_of(result) == f"spill {spill}: empty output (0 bytes, 0 lines)\nend of output"
 
 
-def test_long_line_is_cut_with_exact_remaining_bytes_and_offset(store: Store) -> None:
+def test_long_line_is_cut_with_exact_remaining_bytes_and_offset(any_store: Store) -> None:
     """A line over max_line_bytes is cut, saying how many bytes remain and where they start."""
     long_line = "é" * 3000  # 6,000 bytes
     data = f"short\n{long_line}\nafter\n".encode()
-    spill = put(store, data)
-    tools = SpillTools(store, max_line_bytes=1000)
+    spill = put(any_store, data)
+    tools = SpillTools(any_store, max_line_bytes=1000)
     text = text_of(tools.read(spill))
     numbered = dict(body_lines(text))
     shown, marker = numbered[2].split(" [... cut: ", 1)
@@ -176,11 +176,11 @@ def test_long_line_is_cut_with_exact_remaining_bytes_and_offset(store: Store) ->
     assert continued.split("\n")[0].startswith(f"spill {spill}: bytes [{resume}, {resume + 10})")
 
 
-def test_line_mode_max_bytes_caps_the_lines_shown(store: Store) -> None:
+def test_line_mode_max_bytes_caps_the_lines_shown(any_store: Store) -> None:
     """In line mode max_bytes bounds the bytes of lines shown; the next call continues."""
     data = b"".join(b"%03d-abcdefgh\n" % i for i in range(100))  # 13 bytes a line
-    spill = put(store, data)
-    text = text_of(SpillTools(store).read(spill, limit=100, max_bytes=40))
+    spill = put(any_store, data)
+    text = text_of(SpillTools(any_store).read(spill, limit=100, max_bytes=40))
     assert [n for n, _ in body_lines(text)] == [1, 2, 3]
     assert text.endswith("offset=4, limit=100)")
 
@@ -188,12 +188,12 @@ def test_line_mode_max_bytes_caps_the_lines_shown(store: Store) -> None:
 # --------------------------------------------------------------------------- byte paging
 
 
-def test_byte_pages_reconstruct_a_5mb_single_line(store: Store) -> None:
+def test_byte_pages_reconstruct_a_5mb_single_line(any_store: Store) -> None:
     """Byte paging through a 5 MB line without newlines reconstructs it exactly."""
     unit = "ab€😀é"  # 1+1+3+4+2 = 11 bytes, so pages end mid-character unless cut well
     data = (unit * (5_000_000 // 11)).encode()
-    spill = put(store, data)
-    tools = SpillTools(store, max_page_bytes=300_000)
+    spill = put(any_store, data)
+    tools = SpillTools(any_store, max_page_bytes=300_000)
     pieces = []
     offset = 0
     while True:
@@ -214,11 +214,11 @@ def test_byte_pages_reconstruct_a_5mb_single_line(store: Store) -> None:
     assert b"".join(pieces) == data
 
 
-def test_byte_offset_inside_a_character_moves_to_the_next_boundary(store: Store) -> None:
+def test_byte_offset_inside_a_character_moves_to_the_next_boundary(any_store: Store) -> None:
     """A byte_offset in the middle of a UTF-8 sequence starts at the next character, saying so."""
     data = "€uro".encode()  # € is 3 bytes
-    spill = put(store, data)
-    text = text_of(SpillTools(store).read(spill, byte_offset=1))
+    spill = put(any_store, data)
+    text = text_of(SpillTools(any_store).read(spill, byte_offset=1))
     assert text.split("\n")[0] == f"spill {spill}: bytes [3, 6) of 6, line 1 of 1"
     assert (
         "byte_offset 1 is inside a UTF-8 character; showing from the next character "
@@ -228,31 +228,31 @@ def test_byte_offset_inside_a_character_moves_to_the_next_boundary(store: Store)
     assert "\ufffd" not in text
 
 
-def test_byte_page_ends_on_a_character_boundary(store: Store) -> None:
+def test_byte_page_ends_on_a_character_boundary(any_store: Store) -> None:
     """A byte page never ends inside a character: it stops before it."""
     data = "a€b".encode()  # a | e2 82 ac | b
-    spill = put(store, data)
-    text = text_of(SpillTools(store).read(spill, byte_offset=0, max_bytes=4 - 1 + 1))
+    spill = put(any_store, data)
+    text = text_of(SpillTools(any_store).read(spill, byte_offset=0, max_bytes=4 - 1 + 1))
     start, end, shown = byte_page(text, data)
     assert (start, end) == (0, 4)
     assert shown == "a€".encode()
 
 
-def test_byte_offset_past_the_end_is_a_model_error(store: Store) -> None:
+def test_byte_offset_past_the_end_is_a_model_error(any_store: Store) -> None:
     """A byte_offset at or past the end is refused with the size."""
-    spill = put(store, b"12345")
-    result = SpillTools(store).read(spill, byte_offset=5)
+    spill = put(any_store, b"12345")
+    result = SpillTools(any_store).read(spill, byte_offset=5)
     assert result.is_error
     assert text_of(result) == (
         f"byte_offset 5 is past the end: spill {spill} has 5 bytes (the last is byte 4)"
     )
 
 
-def test_invalid_utf8_is_shown_with_replacement_and_said(store: Store) -> None:
+def test_invalid_utf8_is_shown_with_replacement_and_said(any_store: Store) -> None:
     """Invalid UTF-8 shows as U+FFFD with a note, in both modes, and stays within the cap."""
     data = b"ok\n\xff\xfe bad \xc3\n" + b"\xff" * 5000 + b"\n"
-    spill = put(store, data)
-    tools = SpillTools(store, max_page_bytes=MIN_PAGE_BYTES, max_line_bytes=1000)
+    spill = put(any_store, data)
+    tools = SpillTools(any_store, max_page_bytes=MIN_PAGE_BYTES, max_line_bytes=1000)
     lines = text_of(tools.read(spill))
     assert "\ufffd\ufffd bad \ufffd" in lines
     assert "invalid UTF-8 bytes are shown as U+FFFD" in lines
@@ -309,11 +309,11 @@ def _capped(store: Store) -> tuple[str, bytes]:
     return meta.spill_id, data
 
 
-def test_reading_lines_in_the_gap_says_what_was_not_kept(store: Store) -> None:
+def test_reading_lines_in_the_gap_says_what_was_not_kept(any_store: Store) -> None:
     """Lines in the unstored gap are reported with the exact bytes and where storage resumes."""
-    spill, data = _capped(store)
+    spill, data = _capped(any_store)
     tail_start = len(data) - 20_000
-    text = text_of(SpillTools(store).read(spill, offset=10_000, limit=3))
+    text = text_of(SpillTools(any_store).read(spill, offset=10_000, limit=3))
     first_gap_line = 40_000 // 11 + 1
     last_gap_line = (tail_start - 1) // 11 + 1
     assert (
@@ -327,11 +327,11 @@ def test_reading_lines_in_the_gap_says_what_was_not_kept(store: Store) -> None:
     assert numbered[1] == (last_gap_line + 1, f"line {last_gap_line + 1:05d}")
 
 
-def test_a_page_stops_at_the_gap_and_names_the_resume_call(store: Store) -> None:
+def test_a_page_stops_at_the_gap_and_names_the_resume_call(any_store: Store) -> None:
     """A page running into the gap stops at it and gives the exact call after it."""
-    spill, data = _capped(store)
+    spill, data = _capped(any_store)
     tail_start = len(data) - 20_000
-    tools = SpillTools(store)
+    tools = SpillTools(any_store)
     text = text_of(tools.read(spill, offset=3630, limit=200))
     footer = text.rsplit("\n", 1)[1]
     resume_line = tail_start // 11 + 1
@@ -347,11 +347,11 @@ def test_a_page_stops_at_the_gap_and_names_the_resume_call(store: Store) -> None
     assert "which were not kept" in last[1]
 
 
-def test_byte_reads_in_the_gap_resume_where_storage_resumes(store: Store) -> None:
+def test_byte_reads_in_the_gap_resume_where_storage_resumes(any_store: Store) -> None:
     """A byte_offset in the gap says which bytes were not kept and shows from the tail."""
-    spill, data = _capped(store)
+    spill, data = _capped(any_store)
     tail_start = len(data) - 20_000
-    text = text_of(SpillTools(store).read(spill, byte_offset=50_000, max_bytes=22))
+    text = text_of(SpillTools(any_store).read(spill, byte_offset=50_000, max_bytes=22))
     assert (
         f"bytes [40000, {tail_start}) of spill {spill} were not kept (the retention cap kept "
         f"[0, 40000) and [{tail_start}, {len(data)}) of {len(data)} bytes)"
@@ -360,11 +360,11 @@ def test_byte_reads_in_the_gap_resume_where_storage_resumes(store: Store) -> Non
     assert (start, end) == (tail_start, tail_start + 22)
 
 
-def test_byte_page_stops_at_the_gap(store: Store) -> None:
+def test_byte_page_stops_at_the_gap(any_store: Store) -> None:
     """A byte page that reaches the gap stops there and points past it."""
-    spill, data = _capped(store)
+    spill, data = _capped(any_store)
     tail_start = len(data) - 20_000
-    text = text_of(SpillTools(store).read(spill, byte_offset=39_990, max_bytes=100))
+    text = text_of(SpillTools(any_store).read(spill, byte_offset=39_990, max_bytes=100))
     start, end, _ = byte_page(text, data)
     assert (start, end) == (39_990, 40_000)
     assert text.rsplit("\n", 1)[1] == (
@@ -450,9 +450,9 @@ def test_following_hints_covers_every_line_in_order(data: bytes, page: int) -> N
 # --------------------------------------------------------------------------- errors and ids
 
 
-def test_unknown_and_malformed_ids_are_model_errors(store: Store) -> None:
+def test_unknown_and_malformed_ids_are_model_errors(any_store: Store) -> None:
     """An unknown id says to call list_spills; a malformed one says it is not an id."""
-    tools = SpillTools(store)
+    tools = SpillTools(any_store)
     unknown = tools.read("bash-0123456789abcdef0123")
     assert unknown.is_error
     assert (
@@ -463,11 +463,11 @@ def test_unknown_and_malformed_ids_are_model_errors(store: Store) -> None:
     assert "is not a spill id or a spill path; call list_spills" in text_of(bad)
 
 
-def test_expired_spill_says_expired_and_to_rerun(store: Store) -> None:
+def test_expired_spill_says_expired_and_to_rerun(any_store: Store) -> None:
     """A deleted spill reads as expired, with the advice to rerun the tool."""
-    spill = put(store, b"gone soon\n")
-    store.delete(spill)
-    result = SpillTools(store).read(spill)
+    spill = put(any_store, b"gone soon\n")
+    any_store.delete(spill)
+    result = SpillTools(any_store).read(spill)
     assert result.is_error
     text = text_of(result)
     assert "expired" in text and "deleted" in text
@@ -475,12 +475,12 @@ def test_expired_spill_says_expired_and_to_rerun(store: Store) -> None:
     assert "Traceback" not in text
 
 
-def test_other_sessions_are_invisible_unless_allowed(store: Store) -> None:
+def test_other_sessions_are_invisible_unless_allowed(any_store: Store) -> None:
     """A spill of another session reads as unknown, unless cross_session is on."""
-    spill = store.put(b"theirs\n", session="other", tool_name="t", tool_call_id="c").spill_id
-    assert SpillTools(store).read(spill).is_error
-    assert "no spill" in text_of(SpillTools(store).read(spill))
-    assert not SpillTools(store, cross_session=True).read(spill).is_error
+    spill = any_store.put(b"theirs\n", session="other", tool_name="t", tool_call_id="c").spill_id
+    assert SpillTools(any_store).read(spill).is_error
+    assert "no spill" in text_of(SpillTools(any_store).read(spill))
+    assert not SpillTools(any_store, cross_session=True).read(spill).is_error
 
 
 def test_read_by_path_in_a_local_store(local_store: LocalStore) -> None:
@@ -520,10 +520,10 @@ def test_store_must_be_a_store() -> None:
 # --------------------------------------------------------------------------- call & schemas
 
 
-def test_call_accepts_the_pointer_s_argument_names(store: Store) -> None:
+def test_call_accepts_the_pointer_s_argument_names(any_store: Store) -> None:
     """The calls the service's pointer renders are valid arguments for call()."""
-    spill = put(store, b"".join(b"%d\n" % i for i in range(500)))
-    tools = SpillTools(store)
+    spill = put(any_store, b"".join(b"%d\n" % i for i in range(500)))
+    tools = SpillTools(any_store)
     by_lines = tools.call("read_spill", {"spill": spill, "offset": 201, "limit": 200})
     assert not by_lines.is_error
     by_bytes = tools.call("read_spill", {"spill": spill, "byte_offset": 100, "max_bytes": 4096})
@@ -597,10 +597,10 @@ def test_schemas_in_both_shapes_with_configured_names() -> None:
     )
 
 
-def test_results_are_spill_exempt_and_default_cap_is_under_budget(store: Store) -> None:
+def test_results_are_spill_exempt_and_default_cap_is_under_budget(any_store: Store) -> None:
     """Every result (success or error) is spill-exempt; the default cap is 16,000 bytes."""
-    spill = put(store, b"a\n")
-    tools = SpillTools(store)
+    spill = put(any_store, b"a\n")
+    tools = SpillTools(any_store)
     assert DEFAULT_MAX_PAGE_BYTES == 16_000
     for result in (tools.read(spill), tools.read("nope"), tools.grep("a"), tools.list()):
         assert result.spill_exempt
@@ -610,10 +610,10 @@ def test_results_are_spill_exempt_and_default_cap_is_under_budget(store: Store) 
 
 
 @pytest.mark.anyio
-async def test_async_twins_give_the_same_results(store: Store) -> None:
+async def test_async_twins_give_the_same_results(any_store: Store) -> None:
     """aread, agrep, alist and acall return what their sync twins return."""
-    spill = put(store, b"alpha\nbeta\ngamma\n")
-    tools = SpillTools(store)
+    spill = put(any_store, b"alpha\nbeta\ngamma\n")
+    tools = SpillTools(any_store)
     assert await tools.aread(spill, offset=2) == tools.read(spill, offset=2)
     assert await tools.agrep("a$", spill) == tools.grep("a$", spill)
     assert await tools.alist() == tools.list()
