@@ -5,13 +5,15 @@ example database, so a run can find new bugs. In CI (``CI`` set) the same number
 examples runs derandomized and without a database, so a green commit stays green: a
 red CI run then means the code changed, not the dice.
 
-Fixtures: the stores (every backend, local, memory), the fake clock, a service on the
+Fixtures: a clean environment for every test (no SPILLSTORE_* variables, no real cache
+dir), the stores (every backend, local, memory), the fake clock, a service on the
 memory store, and anyio's backend. Fixtures used by one folder live in that folder's
 conftest.py; fixtures used by one module live beside its tests.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -34,6 +36,35 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+_test_numbers = itertools.count()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--update-snapshots``: rewrite the pointer snapshots that differ (see their test)."""
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        help="rewrite tests/core/snapshots/ files that differ from the output; "
+        "each rewritten snapshot fails its test once, so the diff gets reviewed",
+    )
+
+
+@pytest.fixture(autouse=True)
+def clean_spillstore_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every test runs without the machine's SPILLSTORE_* variables, on a cache of its own.
+
+    ``XDG_CACHE_HOME`` points at a fresh path under pytest's temporary directory (made only
+    when a test writes there), so a default store never touches the real
+    ``~/.cache/spillstore``.
+    """
+    for name in list(os.environ):
+        if name.upper().startswith("SPILLSTORE_"):
+            monkeypatch.delenv(name)
+    cache = tmp_path_factory.getbasetemp() / "xdg-cache" / str(next(_test_numbers))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
 
 
 @pytest.fixture(scope="module")

@@ -31,11 +31,6 @@ BIG = "".join(f"row {i:06d}: value={i * 7919 % 100_003}\n" for i in range(150_00
 SPILL = re.compile(r'spill="([^"]+)"')
 
 
-@pytest.fixture(autouse=True)
-def _no_env_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(MAX_TURNS_ENV, raising=False)
-
-
 def always_tool() -> Callable[[Sequence[Message]], ModelTurn]:
     """A model that asks for a tool on every turn, forever."""
     count = 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -91,14 +90,6 @@ BAD_SIZE_ENV_VALUES = [
 def env_var(field: str) -> str:
     """Return the environment variable the tests expect for ``field``."""
     return f"SPILLSTORE_{field.upper()}"
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Remove any SPILLSTORE_* variables of the machine running the tests."""
-    for name in list(os.environ):
-        if name.upper().startswith("SPILLSTORE_"):
-            monkeypatch.delenv(name)
 
 
 def assert_names_field(error: ConfigError, field: str) -> None:

@@ -1,13 +1,14 @@
 """Snapshot tests pin the pointer's three wordings and append mode, byte for byte.
 
-To accept a deliberate format change, run with SPILLSTORE_UPDATE_SNAPSHOTS=1 once,
-review the diff of tests/core/snapshots/, and commit it with the change (and the README).
+To accept a deliberate format change, run ``pytest --update-snapshots``: each snapshot
+that differs is rewritten and its test fails, naming the file, so an update never passes
+unseen. Review the diff of tests/core/snapshots/, run again (now green), and commit it
+with the change (and the README).
 """
 
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -52,7 +53,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_pointer_snapshot(name: str) -> None:
+def test_pointer_snapshot(name: str, pytestconfig: pytest.Config) -> None:
     """The rendered text for each wording matches its snapshot exactly."""
     store_type, config, output, suffix = CASES[name]
     service = TruncationService(store_type(), config)
@@ -63,6 +64,8 @@ def test_pointer_snapshot(name: str) -> None:
     )
     text = "\n".join(p.text for p in result.content if isinstance(p, TextPart))
     path = SNAPSHOTS / f"{name}.txt"
-    if os.environ.get("SPILLSTORE_UPDATE_SNAPSHOTS") == "1":
+    expected = path.read_text(encoding="utf-8") if path.exists() else None
+    if pytestconfig.getoption("update_snapshots") and text != expected:
         path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
+        pytest.fail(f"rewrote {path}: review its diff, then run the tests again")
+    assert text == expected

@@ -40,12 +40,6 @@ BUDGET = 20_000
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """Run the async tests (and the module's shared proxy) on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def proxy_store() -> MemoryStore:
     """One in-memory store for the shared proxy."""
     return MemoryStore()
