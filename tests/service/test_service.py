@@ -15,7 +15,7 @@ from spillstore._content import EmbeddedText, MediaPart, TextPart, ToolResult
 from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.service import TruncationService
-from spillstore._settings import Settings
+from spillstore._settings import MIN_BUDGET_BYTES, POINTER_RESERVE_BYTES, Settings
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
 from spillstore._stores.meta import SpillMeta
@@ -287,7 +287,7 @@ async def test_async_twin_gives_identical_result() -> None:
     assert asynced == sync
 
 
-budgets = st.integers(min_value=2_048, max_value=6_000)
+budgets = st.integers(min_value=MIN_BUDGET_BYTES, max_value=6_000)
 
 
 @settings(max_examples=200)
@@ -298,8 +298,8 @@ def test_model_text_never_exceeds_budget_and_ranges_read_back(
     """For any output and budget, text stays in budget and every elided range reads back."""
     config = Settings(
         max_bytes=budget,
-        head_bytes=(budget - 1_536) // 2,
-        tail_bytes=(budget - 1_536) // 4,
+        head_bytes=(budget - POINTER_RESERVE_BYTES) // 2,
+        tail_bytes=(budget - POINTER_RESERVE_BYTES) // 4,
         max_line_bytes=max_line,
     )
     store = MemoryStore()
