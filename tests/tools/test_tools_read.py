@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spillstore._content import ToolResult
+from spillstore._core.utf8 import utf8_size
 from spillstore._errors import ConfigError
+from spillstore._settings import Settings
 from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
@@ -598,11 +600,22 @@ def test_schemas_in_both_shapes_with_configured_names() -> None:
 
 
 def test_results_are_spill_exempt_and_default_cap_is_under_budget(any_store: Store) -> None:
-    """Every result (success or error) is spill-exempt; the default cap is 16,000 bytes."""
-    spill = put(any_store, b"a\n")
+    """Every result (success or error) is spill-exempt, and a default page never needs spilling.
+
+    design.md §5: a page of a spill far larger than the page stops at the default page cap,
+    which is within the default budget, so a Read or Grep result never needs spilling.
+    """
+    spill = put(any_store, b"".join(b"line %06d %s\n" % (n, b"x" * 180) for n in range(5_000)))
     tools = SpillTools(any_store)
-    assert DEFAULT_MAX_PAGE_BYTES == 16_000
-    for result in (tools.read(spill), tools.read("nope"), tools.grep("a"), tools.list()):
+    pages = (
+        tools.read(spill),
+        tools.read(spill, byte_offset=0, max_bytes=1_000_000),
+        tools.grep("line", spill),
+    )
+    for page in pages:
+        size = utf8_size(text_of(page))
+        assert DEFAULT_MAX_PAGE_BYTES // 2 < size <= DEFAULT_MAX_PAGE_BYTES <= Settings().max_bytes
+    for result in (tools.read("nope"), tools.grep("a"), tools.list()):
         assert result.spill_exempt
 
 
