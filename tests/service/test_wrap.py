@@ -14,6 +14,7 @@ from spillstore import (
     ConfigError,
     MediaPart,
     MemoryStore,
+    Settings,
     SpillTools,
     TextPart,
     ToolResult,
@@ -195,13 +196,15 @@ def test_other_values_pass_through(memory_service: TruncationService, value: obj
 def test_per_tool_budget_caps_smaller(memory_service: TruncationService) -> None:
     """max_bytes gives one tool a smaller budget, and its previews shrink to fit it."""
 
+    before = memory_service.settings
+
     @wrap(service=memory_service, max_bytes="3KB")
     def tool() -> str:
         return BIG
 
     out = tool()
     assert utf8_size(out) <= 3000
-    assert memory_service.settings.max_bytes == 50_000  # the shared service is unchanged
+    assert memory_service.settings == before  # the shared service is unchanged
 
 
 @pytest.mark.parametrize("bad", [0, -1, 100, True, 2.5, "lots", "1K"])
@@ -239,15 +242,29 @@ def test_wrapping_twice_caps_once(memory_service: TruncationService) -> None:
     assert exempt() is BIG
 
 
-def test_decorator_forms(memory_service: TruncationService) -> None:
+def test_decorator_forms(
+    memory_service: TruncationService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """@wrap without parentheses uses a default service made on first call."""
 
-    @wrap
-    def tool() -> str:
-        return "ok"
+    def echo(text: str) -> str:
+        return text
 
-    assert tool() == "ok"
-    assert wrap(service=memory_service)(tool)() == "ok"
+    tool = wrap(echo)  # what @wrap without parentheses does
+    assert tool is not echo
+    assert tool.__wrapped__ is echo  # type: ignore[attr-defined]
+    monkeypatch.setenv("SPILLSTORE_DIR", str(tmp_path))  # after wrapping: read on first call
+    assert tool("ok") == "ok"
+    out = tool(BIG)
+    assert SPILL.search(out) is not None
+    assert utf8_size(out) <= Settings().max_bytes
+    assert str(tmp_path) in out
+
+    shared = wrap(service=memory_service)(echo)  # what @wrap(service=...) does
+    assert shared.__wrapped__ is echo  # type: ignore[attr-defined]
+    assert shared("ok") == "ok"
+    assert SPILL.search(shared(BIG)) is not None
+    assert len(memory_service.store.list()) == 1
 
 
 def test_default_service_reads_the_environment(
