@@ -8,9 +8,6 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
-
-pytest.importorskip("langchain")
-
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage

@@ -7,19 +7,16 @@ import json
 import re
 from typing import Any
 
+import agents.testing as agents_testing
 import pytest
+from agents import Agent, FunctionTool, RunConfig, Runner, function_tool
+from agents.testing import ModelCall, ModelStep, ScriptedModel
+from agents.tool import ToolOutputImage, ToolOutputText
+from agents.tool_context import ToolContext
 
-agents = pytest.importorskip("agents")
-agents_testing = pytest.importorskip("agents.testing")
-
-from agents import Agent, FunctionTool, RunConfig, Runner, function_tool  # noqa: E402
-from agents.testing import ModelCall, ModelStep, ScriptedModel  # noqa: E402
-from agents.tool import ToolOutputImage, ToolOutputText  # noqa: E402
-from agents.tool_context import ToolContext  # noqa: E402
-
-from spillstore import MemoryStore, SpillTools, TruncationService  # noqa: E402
-from spillstore.openai_agents import spill_tools, wrap_tool, wrap_tools  # noqa: E402
-from spillstore.text import utf8_size  # noqa: E402
+from spillstore import MemoryStore, SpillTools, TruncationService
+from spillstore.openai_agents import spill_tools, wrap_tool, wrap_tools
+from spillstore.text import utf8_size
 
 BIG = "".join(
     f"2026-11-29T12:{i % 60:02d}:00Z INFO request {i} served in {i % 97} ms\n"

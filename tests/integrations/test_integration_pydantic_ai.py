@@ -10,9 +10,6 @@ import re
 from typing import Any
 
 import pytest
-
-pytest.importorskip("pydantic_ai")
-
 from pydantic_ai import Agent, BinaryContent, ToolReturn
 from pydantic_ai.messages import (
     ModelMessage,

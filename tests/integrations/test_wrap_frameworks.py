@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
+import agents
+import langchain_core.tools
+import pydantic_ai
 
 from spillstore import MemoryStore, TruncationService
 from spillstore._service.wrap import wrap
@@ -24,7 +26,6 @@ def make_search() -> object:
 
 def test_openai_agents_function_tool() -> None:
     """agents.function_tool reads the wrapped tool's name, docstring and parameters."""
-    agents = pytest.importorskip("agents")
     tool = agents.function_tool(make_search())
     assert tool.name == "search"
     assert tool.description == "Search the index."
@@ -33,8 +34,7 @@ def test_openai_agents_function_tool() -> None:
 
 def test_langchain_tool_decorator() -> None:
     """langchain_core's @tool reads the wrapped tool's signature and runs it."""
-    tools = pytest.importorskip("langchain_core.tools")
-    tool = tools.tool(make_search())
+    tool = langchain_core.tools.tool(make_search())
     assert tool.name == "search"
     assert list(tool.args) == ["query", "limit"]
     assert tool.invoke({"query": "ab", "limit": 2}) == "abab"
@@ -42,7 +42,6 @@ def test_langchain_tool_decorator() -> None:
 
 def test_pydantic_ai_tool() -> None:
     """pydantic-ai's Tool reads the wrapped tool's docstring and parameter types."""
-    pydantic_ai = pytest.importorskip("pydantic_ai")
     tool = pydantic_ai.Tool(make_search())
     assert tool.name == "search"
     assert tool.description == "Search the index."
