@@ -194,12 +194,14 @@ async def test_mcp_server_git_behind_the_proxy_spills_byte_exact_and_pages(
 
     command = proxy_command(tmp_path / "spills", *upstream, session="git")
     store = LocalStore(tmp_path / "spills")
+    spill_ids: dict[str, str] = {}
     async with Client(StdioTransport(command[0], command[1:], cwd=str(ROOT))) as client:
         for name, arguments in calls.items():
             result = await client.call_tool(name, arguments)
             [text] = texts(result)
             assert len(text.encode()) <= BUDGET
             spill = (result.meta or {})[SPILL_META_KEY]
+            spill_ids[name] = spill["spillId"]
             expected = direct[name].encode()
             assert spill["totalBytes"] == len(expected)
             assert store.read_bytes(spill["spillId"], 0, len(expected)) == expected
@@ -214,7 +216,13 @@ async def test_mcp_server_git_behind_the_proxy_spills_byte_exact_and_pages(
         grep = await client.call_tool(
             "grep_spill", {"pattern": "commit 1234:", "output_mode": "count"}
         )
-        assert not grep.is_error and "1" in texts(grep)[0]
+        assert not grep.is_error
+        assert texts(grep) == [
+            'grep_spill "commit 1234:" in the 2 spills of session "git": '
+            "1 matching lines in 1 spills; counts 1-1\n"
+            f'{spill_ids["git_log"]}: 1 (tool "git_log")\n'
+            "end of results"
+        ]
 
 
 # --------------------------------------------------------------------------- streamable HTTP
