@@ -1,4 +1,4 @@
-"""The registry of recovery tools (``_tools.args.SPECS``) is the one list every integration reads."""
+"""The registry of recovery tools (`_tools.args.SPECS`) is the one list integrations read."""
 
 from __future__ import annotations
 
