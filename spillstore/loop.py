@@ -270,7 +270,7 @@ class _Run:
 
     def is_spill_tool(self, name: str) -> bool:
         tools = self.spill_tools
-        return tools is not None and name in (tools.names.read, tools.names.grep, tools.names.list)
+        return tools is not None and name in tools.names
 
     def unknown(self, call: ToolCall) -> ToolResult | None:
         if call.name in self.tools or self.is_spill_tool(call.name):
@@ -280,7 +280,7 @@ class _Run:
 
     def _spill_names(self) -> list[str]:
         tools = self.spill_tools
-        return [] if tools is None else [tools.names.read, tools.names.grep, tools.names.list]
+        return [] if tools is None else list(tools.names)
 
     def append_result(self, call: ToolCall, result: ToolResult) -> None:
         self.messages.append(

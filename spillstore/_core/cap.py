@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from spillstore._content import Part, TextPart, ToolResult
+from spillstore._core.checks import check_int
 from spillstore._core.utf8 import encode, hash_and_size, head, tail, utf8_size
 from spillstore._errors import ConfigError
 
@@ -48,14 +49,6 @@ for some text. Smaller caps are rejected rather than exceeded."""
 
 _Value = TypeVar("_Value")
 _Text = TypeVar("_Text", str, bytes)
-
-
-def _check_cap(max_bytes: object, minimum: int, what: str) -> int:
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
-        raise ConfigError(f"{what} must be an int number of bytes, got {max_bytes!r}")
-    if max_bytes < minimum:
-        raise ConfigError(f"{what} must be at least {minimum} bytes, got {max_bytes}")
-    return max_bytes
 
 
 def _fits(text: str, max_bytes: int) -> bool:
@@ -94,7 +87,7 @@ def cap_result(value: object, max_bytes: int) -> object:
     Raises:
         ConfigError: ``max_bytes`` is not a positive ``int``.
     """
-    _check_cap(max_bytes, 1, "max_bytes")
+    check_int("max_bytes", max_bytes, minimum=1)
     text: object = value.get("text") if isinstance(value, Mapping) else value
     if not isinstance(text, str):
         return value
@@ -204,7 +197,7 @@ def elide_middle(
     Raises:
         ConfigError: the cap is too small for the marker, or ``head_ratio`` is invalid.
     """
-    _check_cap(max_bytes, MIN_CAP_BYTES, "max_bytes")
+    check_int("max_bytes", max_bytes, minimum=MIN_CAP_BYTES)
     _check_ratio(head_ratio)
     if isinstance(text, str) and _fits(text, max_bytes):
         return text
@@ -266,7 +259,7 @@ def cap_content(
     Raises:
         ConfigError: the cap is too small for the marker, or ``head_ratio`` is invalid.
     """
-    _check_cap(max_bytes, MIN_CAP_BYTES, "max_bytes")
+    check_int("max_bytes", max_bytes, minimum=MIN_CAP_BYTES)
     _check_ratio(head_ratio)
     if isinstance(content, ToolResult):
         parts = _capped_parts(content.content, max_bytes, tool_name, head_ratio)

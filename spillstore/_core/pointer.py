@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from spillstore._core.cap import PART_SEPARATOR, affix_of_parts
+from spillstore._core.ranges import format_lines, format_ranges, gaps
 from spillstore._core.utf8 import encode, head, tail
 
 __all__ = [
@@ -174,13 +175,6 @@ def plan_preview_bytes(
     )
 
 
-def _lines(span: tuple[int, int] | None) -> str:
-    if span is None:
-        return "no lines"
-    first, last = span
-    return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
 @dataclass(frozen=True, slots=True)
 class Stored:
     """What the store said about a spill, as far as the pointer needs it."""
@@ -190,21 +184,6 @@ class Stored:
     path: str | None = None
     stored_ranges: tuple[tuple[int, int], ...] = ()
     reason: str | None = None
-
-
-def _ranges(ranges: Sequence[tuple[int, int]]) -> str:
-    return " and ".join(f"[{start}, {end})" for start, end in ranges)
-
-
-def _gaps(ranges: Sequence[tuple[int, int]], total: int) -> list[tuple[int, int]]:
-    gaps, position = [], 0
-    for start, end in ranges:
-        if start > position:
-            gaps.append((position, start))
-        position = end
-    if position < total:
-        gaps.append((position, total))
-    return gaps
 
 
 def render_pointer(
@@ -230,7 +209,7 @@ def render_pointer(
         f"[spillstore] The output of tool {quote_name(tool_name)}"
         f" (call {quote_name(tool_call_id)}) is too large for the context:"
         f" {total} bytes, {lines} lines, sha256 {sha256}.",
-        f"Not shown: bytes [{start}, {end}), {_lines(preview.elided_lines)}.",
+        f"Not shown: bytes [{start}, {end}), {format_lines(preview.elided_lines)}.",
     ]
     where = f"spill {stored.spill_id}" + (f" at {stored.path}" if stored.path else "")
     if stored.state == "full":
@@ -239,8 +218,8 @@ def render_pointer(
         kept = sum(e - s for s, e in stored.stored_ranges)
         out.append(
             f"Saved in part as {where}: the retention cap"
-            f" kept {kept} of {total} bytes, the ranges {_ranges(stored.stored_ranges)};"
-            f" bytes {_ranges(_gaps(stored.stored_ranges, total))} were not kept anywhere."
+            f" kept {kept} of {total} bytes, the ranges {format_ranges(stored.stored_ranges)};"
+            f" bytes {format_ranges(gaps(stored.stored_ranges, total))} were not kept anywhere."
         )
     else:
         out.append(
@@ -265,12 +244,11 @@ def render_pointer(
             f"Next: {read} reads the first hidden part;"
             f' {grep_tool}(pattern="...", spill="{spill}") searches {scope}.'
         )
-    out.append(f"--- head: bytes [0, {preview.head_end}), {_lines(preview.head_lines)} ---")
+    out.append(f"--- head: bytes [0, {preview.head_end}), {format_lines(preview.head_lines)} ---")
     out.append(preview.head_text.removesuffix("\n"))
     if preview.tail_text:
-        out.append(
-            f"--- tail: bytes [{preview.tail_start}, {total}), {_lines(preview.tail_lines)} ---"
-        )
+        tail_lines = format_lines(preview.tail_lines)
+        out.append(f"--- tail: bytes [{preview.tail_start}, {total}), {tail_lines} ---")
         out.append(preview.tail_text.removesuffix("\n"))
     out.append("--- end of preview ---")
     return "\n".join(out)

@@ -49,8 +49,7 @@ class ToolCappers:
     ) -> None:
         self.service = service if service is not None else TruncationService()
         self.spill_tools = spill_tools if spill_tools is not None else self.service.spill_tools()
-        names = self.spill_tools.names
-        self.exempt = frozenset(exempt) | {names.read, names.grep, names.list}
+        self.exempt = frozenset(exempt) | frozenset(self.spill_tools.names)
         self._default = Capper(self.service)
         self._by_name = {
             name: Capper(self.service, max_bytes=size) for name, size in (budgets or {}).items()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from spillstore._content import Part, SpillInfo, TextPart, ToolResult
 from spillstore._core.cap import elide_middle
 from spillstore._core.pointer import Preview, Stored, line_count, quote_name, render_pointer
+from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import utf8_size
 from spillstore._service.flow import Host, Measure, Prepared
 
@@ -95,7 +96,7 @@ def _append_mode(
         "full": f"saved in full as {spill}",
         "partial": (
             f"saved in part as {spill} (the retention cap"
-            f" kept only bytes {' and '.join(f'[{s}, {e})' for s, e in stored.stored_ranges)})"
+            f" kept only bytes {format_ranges(stored.stored_ranges)})"
         ),
         "none": f"NOT saved ({stored.reason})",
     }[stored.state]

@@ -11,8 +11,10 @@ Each async twin sits right after its sync method and runs it in a worker thread 
 :func:`~spillstore._twins.in_thread`: one hop per operation, no second implementation
 (house-style 3). anyio's threads were chosen over aiofiles because ``aiofiles.os`` breaks
 under pyfakefs while ``anyio.to_thread`` does not, and anyio already comes with ``mcp``.
-A twin repeats its sync method's signature exactly: callers pass both to one
-ParamSpec-typed request (``_service.flow.call``), so mypy checks that they agree.
+A twin is ``in_thread`` of the sync function itself (``astat = in_thread(stat)``), so it
+has the sync method's signature by construction: callers pass both to one ParamSpec-typed
+request (``_service.flow.call``). Backends implement the primitives and hooks, not these
+methods. ``aput`` is the exception: it also takes an async iterable of chunks.
 """
 
 from __future__ import annotations
@@ -23,17 +25,11 @@ import logging
 import os
 from collections.abc import AsyncIterable, Iterable, Iterator, Sequence
 
+from spillstore._core import paging
 from spillstore._core.checks import check_int
 from spillstore._core.ids import is_spill_id, validate_session, validate_spill_id
 from spillstore._core.index import LineIndex
-from spillstore._core.paging import (
-    LinePage,
-    empty_page,
-    line_of_offset,
-    not_stored,
-    physical,
-    read_page,
-)
+from spillstore._core.paging import LinePage
 from spillstore._errors import ConfigError, InvalidSpillId, PathOutsideStore, SpillstoreError
 from spillstore._stores.backend import USE_STORE_DEFAULT, Retention, UseStoreDefault
 from spillstore._stores.cleanup import CleanupOps
@@ -243,31 +239,7 @@ class Store(CleanupOps):
                 os.unlink(source)
         return meta
 
-    async def aadopt(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        session: str,
-        tool_name: str,
-        tool_call_id: str,
-        suffix: str | None = None,
-        media_notes: Sequence[str] = (),
-        retention_bytes: Retention = USE_STORE_DEFAULT,
-        retained_tail_bytes: int | UseStoreDefault = USE_STORE_DEFAULT,
-        move: bool = False,
-    ) -> SpillMeta:
-        """Async twin of :meth:`adopt`."""
-        return await in_thread(self.adopt)(
-            path,
-            session=session,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-            suffix=suffix,
-            media_notes=media_notes,
-            retention_bytes=retention_bytes,
-            retained_tail_bytes=retained_tail_bytes,
-            move=move,
-        )
+    aadopt = in_thread(adopt)
 
     # ----------------------------------------------------------------- reading
 
@@ -281,9 +253,7 @@ class Store(CleanupOps):
         """
         return self._stat(validate_spill_id(spill_id))
 
-    async def astat(self, spill_id: str) -> SpillMeta:
-        """Async twin of :meth:`stat`."""
-        return await in_thread(self.stat)(spill_id)
+    astat = in_thread(stat)
 
     def list(self, session: str | None = None) -> builtins.list[SpillMeta]:
         """Return the spills of ``session`` (or of every session), oldest first."""
@@ -291,9 +261,7 @@ class Store(CleanupOps):
             validate_session(session)
         return sorted(self._list(session), key=lambda m: (m.created_at, m.spill_id))
 
-    async def alist(self, session: str | None = None) -> builtins.list[SpillMeta]:
-        """Async twin of :meth:`list`."""
-        return await in_thread(self.list)(session)
+    alist = in_thread(list)
 
     def read_bytes(self, spill_id: str, start: int, end: int) -> bytes:
         """Return the original bytes ``[start, end)`` of a spill (``end`` clamped).
@@ -309,15 +277,13 @@ class Store(CleanupOps):
         end = min(end, meta.total_bytes)
         if start >= end:
             return b""
-        missing = not_stored(meta, start, end)
+        missing = paging.not_stored(meta, start, end)
         if missing is not None:
             raise missing
         with self._open(meta) as reader:
-            return reader.read(*physical(meta.stored_ranges, start, end))
+            return reader.read(*paging.physical(meta.stored_ranges, start, end))
 
-    async def aread_bytes(self, spill_id: str, start: int, end: int) -> bytes:
-        """Async twin of :meth:`read_bytes`."""
-        return await in_thread(self.read_bytes)(spill_id, start, end)
+    aread_bytes = in_thread(read_bytes)
 
     def read_lines(
         self, spill_id: str, first_line: int, count: int, *, max_bytes: int | None = None
@@ -344,10 +310,10 @@ class Store(CleanupOps):
             check_int("max_bytes", max_bytes, minimum=4)
         meta = self.stat(spill_id)
         if first_line > meta.total_lines:
-            return empty_page(meta, first_line)
+            return paging.empty_page(meta, first_line)
         index = self._index_for(meta)
         with self._open(meta) as reader:
-            return read_page(
+            return paging.read_page(
                 meta,
                 index,
                 self._reader_fn(meta, reader),
@@ -356,11 +322,7 @@ class Store(CleanupOps):
                 max_bytes=max_bytes,
             )
 
-    async def aread_lines(
-        self, spill_id: str, first_line: int, count: int, *, max_bytes: int | None = None
-    ) -> LinePage:
-        """Async twin of :meth:`read_lines`."""
-        return await in_thread(self.read_lines)(spill_id, first_line, count, max_bytes=max_bytes)
+    aread_lines = in_thread(read_lines)
 
     def line_of_offset(self, spill_id: str, offset: int) -> int:
         """Return the 1-based line that holds original byte ``offset``.
@@ -386,11 +348,9 @@ class Store(CleanupOps):
             with self._open(meta) as reader:
                 return self._reader_fn(meta, reader)(start, end).count(b"\n")
 
-        return line_of_offset(meta, self._index_for(meta), offset, count_newlines)
+        return paging.line_of_offset(meta, self._index_for(meta), offset, count_newlines)
 
-    async def aline_of_offset(self, spill_id: str, offset: int) -> int:
-        """Async twin of :meth:`line_of_offset`."""
-        return await in_thread(self.line_of_offset)(spill_id, offset)
+    aline_of_offset = in_thread(line_of_offset)
 
     def line_index(self, spill_id: str) -> LineIndex:
         """Return a spill's line index (for Grep: line numbers of segment starts)."""
@@ -444,9 +404,7 @@ class Store(CleanupOps):
             return spill_id
         return validate_spill_id(text)
 
-    async def aresolve(self, spill: str | os.PathLike[str]) -> str:
-        """Async twin of :meth:`resolve`."""
-        return await in_thread(self.resolve)(spill)
+    aresolve = in_thread(resolve)
 
     def is_spill_path(self, path: str | os.PathLike[str]) -> bool:
         """Return whether ``path`` (symlinks resolved) is a spill data file of this store."""
@@ -459,6 +417,4 @@ class Store(CleanupOps):
             return False
         return True
 
-    async def ais_spill_path(self, path: str | os.PathLike[str]) -> bool:
-        """Async twin of :meth:`is_spill_path`."""
-        return await in_thread(self.is_spill_path)(path)
+    ais_spill_path = in_thread(is_spill_path)

@@ -52,9 +52,7 @@ class CleanupOps(Backend):
             logger.info("deleted spill %s", spill_id)
         return removed
 
-    async def adelete(self, spill_id: str) -> bool:
-        """Async twin of :meth:`delete`."""
-        return await in_thread(self.delete)(spill_id)
+    adelete = in_thread(delete)
 
     def clean(self, session: str, *, grace: float = DEFAULT_GRACE_SECONDS) -> GcReport:
         """Remove every spill of ``session`` (whatever its age).
@@ -79,9 +77,7 @@ class CleanupOps(Backend):
         )
         return report
 
-    async def aclean(self, session: str, *, grace: float = DEFAULT_GRACE_SECONDS) -> GcReport:
-        """Async twin of :meth:`clean`."""
-        return await in_thread(self.clean)(session, grace=grace)
+    aclean = in_thread(clean)
 
     def gc(
         self,
@@ -151,25 +147,7 @@ class CleanupOps(Backend):
         )
         return report
 
-    async def agc(
-        self,
-        *,
-        max_age: float | None = None,
-        max_total_bytes: int | None = None,
-        max_files: int | None = None,
-        dry_run: bool = False,
-        now: float | None = None,
-        grace: float = DEFAULT_GRACE_SECONDS,
-    ) -> GcReport:
-        """Async twin of :meth:`gc`."""
-        return await in_thread(self.gc)(
-            max_age=max_age,
-            max_total_bytes=max_total_bytes,
-            max_files=max_files,
-            dry_run=dry_run,
-            now=now,
-            grace=grace,
-        )
+    agc = in_thread(gc)
 
 
 def _entry(meta: SpillMeta, reason: GcReason) -> GcEntry:

@@ -8,6 +8,7 @@ model reads in the tools' schemas, and the CLI reads its defaults and help from 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
@@ -26,10 +27,12 @@ __all__ = [
     "MAX_SAFE_INT",
     "MAX_SPILL_CHARS",
     "READ_DESCRIPTION",
+    "SPECS",
     "GrepArgs",
     "ListArgs",
     "ReadArgs",
     "ToolArgs",
+    "ToolSpec",
     "parameters",
 ]
 
@@ -211,3 +214,33 @@ def parameters(model: type[ToolArgs]) -> dict[str, Any]:
     """The JSON schema of a tool's arguments, without pydantic's titles."""
     schema: dict[str, Any] = _strip_titles(model.model_json_schema())
     return schema
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One recovery tool, as every integration presents it.
+
+    The registry :data:`SPECS` is the one list of the recovery tools: ``SpillTools``
+    builds its schemas and dispatch from it, and the MCP server, the proxy, the adapters
+    and the loop ask ``SpillTools`` for the names, so a new tool is added here (and in
+    ``SpillTools``'s dispatch), not in every integration.
+
+    Attributes:
+        default_name: the tool's name unless the host renames it (``read_spill``).
+        title: a short human title (MCP shows it).
+        description: what the model reads about the tool.
+        args: the argument model (its JSON schema is the tool's input schema).
+    """
+
+    default_name: str
+    title: str
+    description: str
+    args: type[ToolArgs]
+
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec("read_spill", "Read a saved tool output", READ_DESCRIPTION, ReadArgs),
+    ToolSpec("grep_spill", "Search saved tool outputs", GREP_DESCRIPTION, GrepArgs),
+    ToolSpec("list_spills", "List saved tool outputs", LIST_DESCRIPTION, ListArgs),
+)
+"""The recovery tools, in the order their schemas are listed."""

@@ -22,6 +22,7 @@ import json
 import mmap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from spillstore._core.index import LineIndex
 from spillstore._core.ranges import format_ranges
@@ -93,27 +94,32 @@ def _as_haystacks(
     return out
 
 
+@dataclass(eq=False)
 class Search:
     """Runs one Grep request over its spills and renders the bounded page."""
 
-    def __init__(
-        self,
-        tools: ToolsView,
-        args: GrepArgs,
-        matcher: Matcher,
-        metas: Sequence[SpillMeta],
-        single: bool,
-    ) -> None:
-        self.tools = tools
-        self.args = args
-        self.matcher = matcher
-        self.metas = metas
-        self.single = single
-        self.limit = None if not args.head_limit else args.head_limit
-        self.before = args.context if args.before is None else args.before
-        self.after = args.context if args.after is None else args.after
-        self.unsearched: list[str] = []
-        self.trust_utf8 = True
+    tools: ToolsView
+    args: GrepArgs
+    matcher: Matcher
+    metas: Sequence[SpillMeta]
+    single: bool
+    unsearched: list[str] = field(default_factory=list, init=False)
+    trust_utf8: bool = field(default=True, init=False)
+
+    @property
+    def limit(self) -> int | None:
+        """The most results on the page; ``None`` when ``head_limit`` is 0 or null."""
+        return self.args.head_limit or None
+
+    @property
+    def before(self) -> int:
+        """Context lines before each match."""
+        return self.args.context if self.args.before is None else self.args.before
+
+    @property
+    def after(self) -> int:
+        """Context lines after each match."""
+        return self.args.context if self.args.after is None else self.args.after
 
     # --- text pieces
 

@@ -11,6 +11,7 @@ match starts in the original output.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from spillstore._core.utf8 import head_cut, is_continuation
 from spillstore._tools.scan import Haystack
@@ -18,6 +19,7 @@ from spillstore._tools.scan import Haystack
 __all__ = ["ContentWriter"]
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class ContentWriter:
     """Renders matching lines (and context) of Grep's content mode within a byte budget.
 
@@ -27,26 +29,23 @@ class ContentWriter:
     so the budget counts exactly what the model will see.
     """
 
-    def __init__(
-        self, *, budget: int, column_bytes: int, before: int, after: int, lossy: bool
-    ) -> None:
-        self.budget = budget
-        self.column_bytes = column_bytes
-        self.before = before
-        self.after = after
-        self.lossy = lossy
-        self.pieces: list[bytes] = []
-        self.used = 0
-        self.hits = 0
-        self.full = False
-        self.printed_any = False
-        # per stored range
-        self.hay: Haystack | None = None
-        self.prefix = b""
-        self.printed_end = -1
-        self.after_pos = -1
-        self.after_left = 0
-        self.after_line = 0
+    budget: int
+    column_bytes: int
+    before: int
+    after: int
+    lossy: bool
+    pieces: list[bytes] = field(default_factory=list)
+    used: int = 0
+    hits: int = 0
+    full: bool = False
+    printed_any: bool = False
+    # per stored range
+    hay: Haystack | None = None
+    prefix: bytes = b""
+    printed_end: int = -1
+    after_pos: int = -1
+    after_left: int = 0
+    after_line: int = 0
 
     def start(self, hay: Haystack, prefix: bytes) -> Callable[[int, int, int, int], bool]:
         """Begin a stored range; return the function that adds one matching line.

@@ -49,13 +49,12 @@ from spillstore._tools.args import (
     DEFAULT_HEAD_LIMIT,
     DEFAULT_LIST_LIMIT,
     DEFAULT_READ_LIMIT,
-    GREP_DESCRIPTION,
-    LIST_DESCRIPTION,
-    READ_DESCRIPTION,
+    SPECS,
     GrepArgs,
     ListArgs,
     ReadArgs,
     ToolArgs,
+    ToolSpec,
     parameters,
 )
 from spillstore._tools.grep import Search
@@ -99,12 +98,6 @@ META_CACHE_SIZE = 256
 """Spill metadata kept by Read (ids are content-derived: metadata never changes)."""
 
 SCHEMA_SHAPES = ("openai", "anthropic")
-
-_DESCRIPTIONS: dict[type[ToolArgs], str] = {
-    ReadArgs: READ_DESCRIPTION,
-    GrepArgs: GREP_DESCRIPTION,
-    ListArgs: LIST_DESCRIPTION,
-}
 
 
 class SpillTools:
@@ -185,11 +178,8 @@ class SpillTools:
         self.max_column_bytes = max_column_bytes
         self.cross_session = cross_session
         self.names = ToolNames(read=read_name, grep=grep_name, list=list_name)
-        self._models: dict[str, type[ToolArgs]] = {
-            read_name: ReadArgs,
-            grep_name: GrepArgs,
-            list_name: ListArgs,
-        }
+        self.specs: dict[str, ToolSpec] = dict(zip(self.names, SPECS, strict=True))
+        """Each tool's registry entry, by the name the model calls it."""
         self._metas: BoundedCache[str, SpillMeta] = BoundedCache(META_CACHE_SIZE)
 
     def __repr__(self) -> str:
@@ -210,9 +200,9 @@ class SpillTools:
         if shape not in SCHEMA_SHAPES:
             raise ConfigError(f"shape must be 'openai' or 'anthropic'; got {shape!r}")
         out: list[dict[str, Any]] = []
-        for name, model in self._models.items():
-            description = _DESCRIPTIONS[model]
-            schema = json.loads(json.dumps(parameters(model)))
+        for name, spec in self.specs.items():
+            description = spec.description
+            schema = json.loads(json.dumps(parameters(spec.args)))
             if shape == "openai":
                 out.append(
                     {
@@ -236,9 +226,9 @@ class SpillTools:
         Invalid arguments come back as a short error result naming the problem, never as
         an exception.
         """
-        model = self._models.get(name) if isinstance(name, str) else None
-        if model is None:
-            known = ", ".join(self._models)
+        spec = self.specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            known = ", ".join(self.specs)
             return self._error(f"unknown tool {quote(str(name), 60)}; the spill tools are {known}")
         raw: Any = {} if arguments is None else arguments
         if isinstance(raw, str | bytes):
@@ -248,7 +238,7 @@ class SpillTools:
                 return self._error(f"the arguments of {name} are not valid JSON")
         if not isinstance(raw, Mapping):
             return self._error(f"the arguments of {name} must be a JSON object")
-        return self._invoke(model, name, dict(raw))
+        return self._invoke(spec.args, name, dict(raw))
 
     acall = in_thread(call)
 

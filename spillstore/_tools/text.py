@@ -10,6 +10,7 @@ or rendered text, which never holds a lone surrogate.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,6 +48,13 @@ class ToolNames:
     read: str
     grep: str
     list: str
+
+    def __iter__(self) -> Iterator[str]:
+        """Every tool name, in the order of :data:`~spillstore._tools.args.SPECS`."""
+        return iter((self.read, self.grep, self.list))
+
+    def __contains__(self, name: object) -> bool:
+        return name in (self.read, self.grep, self.list)
 
 
 class ToolsView(Protocol):

@@ -52,6 +52,7 @@ from spillstore._errors import ConfigError, UpstreamUnavailable, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
+from spillstore._tools.args import SPECS
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import from_tool_result, to_tool_result
 from spillstore.mcp.forward import Notifications, Passthrough, ProxyServer, progress_forwarder
@@ -84,7 +85,7 @@ DEFAULT_MAX_RESTARTS: Final = 3
 DEFAULT_PREFIX: Final = "spillstore_"
 """Put before the spill tools' names when an upstream tool already has one of them."""
 
-SPILL_TOOL_NAMES: Final = ("read_spill", "grep_spill", "list_spills")
+SPILL_TOOL_NAMES: Final = tuple(spec.default_name for spec in SPECS)
 """The spill tools' names, unless an upstream tool has one of them."""
 
 _PREFIX = "[spillstore proxy]"
@@ -269,15 +270,11 @@ class SpillProxy:
         """Serve the proxy over this process's stdin/stdout until stdin closes."""
         await serve_stdio(self.server)
 
-    def _spill_names(self, upstream_names: set[str]) -> tuple[str, str, str]:
+    def _spill_names(self, upstream_names: set[str]) -> tuple[str, ...]:
         names = SPILL_TOOL_NAMES
         if upstream_names.isdisjoint(names):
             return names
-        prefixed = (
-            f"{self.prefix}{names[0]}",
-            f"{self.prefix}{names[1]}",
-            f"{self.prefix}{names[2]}",
-        )
+        prefixed = tuple(f"{self.prefix}{name}" for name in names)
         if not upstream_names.isdisjoint(prefixed):
             raise ConfigError(
                 f"the upstream has tools named like the spill tools even with the prefix "
@@ -363,7 +360,7 @@ class SpillProxy:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         spill = self.spill_tools
-        if params.name in (spill.names.read, spill.names.grep, spill.names.list):
+        if params.name in spill.names:
             return mcp_result(await spill.acall(params.name, params.arguments))
         assert self._upstream is not None and self._service is not None
         try:

@@ -30,16 +30,11 @@ READ_ONLY = types.ToolAnnotations(
 
 
 def spill_tool_definitions(tools: SpillTools) -> list[types.Tool]:
-    """The three spill tools as MCP tool definitions (names as ``tools`` was built)."""
-    titles = {
-        tools.names.read: "Read a saved tool output",
-        tools.names.grep: "Search saved tool outputs",
-        tools.names.list: "List saved tool outputs",
-    }
+    """The spill tools as MCP tool definitions (names as ``tools`` was built)."""
     return [
         types.Tool(
             name=schema["name"],
-            title=titles[schema["name"]],
+            title=tools.specs[schema["name"]].title,
             description=schema["description"],
             input_schema=schema["input_schema"],
             annotations=READ_ONLY,

@@ -1,0 +1,44 @@
+"""The registry of recovery tools (`_tools.args.SPECS`) is the one list integrations read."""
+
+from __future__ import annotations
+
+from spillstore import MemoryStore, SpillTools, TruncationService
+from spillstore._service.adapters import ToolCappers
+from spillstore._tools.args import SPECS
+from spillstore.mcp.proxy import SPILL_TOOL_NAMES
+from spillstore.mcp.server import spill_tool_definitions
+
+
+def _renamed() -> SpillTools:
+    return SpillTools(MemoryStore(), read_name="r", grep_name="g", list_name="l")
+
+
+def test_default_names_and_schemas_follow_the_registry() -> None:
+    """Default tool names, schema order, descriptions and argument schemas come from SPECS."""
+    tools = SpillTools(MemoryStore())
+    assert list(tools.names) == [spec.default_name for spec in SPECS]
+    schemas = tools.schemas("anthropic")
+    assert [s["name"] for s in schemas] == [spec.default_name for spec in SPECS]
+    for schema, spec in zip(schemas, SPECS, strict=True):
+        assert schema["description"] == spec.description
+        assert set(schema["input_schema"]["properties"]) == set(spec.args.model_fields)
+
+
+def test_renamed_tools_keep_their_registry_entries() -> None:
+    """Renaming a tool maps the new name to the same entry; the old name is unknown."""
+    tools = _renamed()
+    assert [tools.specs[name] for name in ("r", "g", "l")] == list(SPECS)
+    assert "r" in tools.names and "read_spill" not in tools.names
+    assert tools.call("read_spill", {"spill": "x"}).is_error
+
+
+def test_integrations_list_every_registered_tool() -> None:
+    """The MCP definitions, the proxy's names and the adapters' exempt set cover every tool."""
+    tools = _renamed()
+    definitions = spill_tool_definitions(tools)
+    assert [(d.name, d.title) for d in definitions] == [
+        (name, spec.title) for name, spec in tools.specs.items()
+    ]
+    assert tuple(spec.default_name for spec in SPECS) == SPILL_TOOL_NAMES
+    cappers = ToolCappers(TruncationService(MemoryStore()), spill_tools=tools)
+    assert set(tools.names) <= cappers.exempt
