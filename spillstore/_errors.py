@@ -8,7 +8,7 @@ The tree::
 
     SpillstoreError
     ├── ConfigError(ValueError)             bad settings, caps or arguments
-    ├── UsageError(RuntimeError)            an object used out of turn (a finished writer)
+    ├── UsageError(RuntimeError)            the API used against its contract (a finished writer)
     ├── InvalidSpillId(ValueError)          an id that is not one spillstore makes
     ├── PathOutsideStore(ValueError)        a path that does not resolve inside the store
     ├── RequestRefused(ValueError)          a tool request the model must fix (a bad regex)
@@ -74,7 +74,12 @@ class ConfigError(SpillstoreError, ValueError):
 
 
 class UsageError(SpillstoreError, RuntimeError):
-    """An object was used out of turn: a finished writer or accumulator, a proxy not entered."""
+    """The API was used against its contract.
+
+    An object used out of turn (a finished writer or accumulator, a proxy not entered),
+    or a host's callback that returned the wrong thing (a loop model that returned no
+    ``ModelTurn``).
+    """
 
 
 class InvalidSpillId(SpillstoreError, ValueError):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._errors import ConfigError
+from spillstore._errors import ConfigError, UsageError
 from spillstore._service.capper import model_text, to_result
 from spillstore._service.service import TruncationService
 from spillstore._service.wrap import call_context
@@ -257,7 +257,7 @@ class _Run:
 
     def record(self, turn: ModelTurn) -> None:
         if not isinstance(turn, ModelTurn):
-            raise TypeError(f"the model must return a ModelTurn; got {type(turn).__name__}")
+            raise UsageError(f"the model must return a ModelTurn; got {type(turn).__name__}")
         self.guard.count_turn()
         self.last_text = turn.text
         message: Message = {"role": "assistant", "content": turn.text}

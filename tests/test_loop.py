@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spillstore import ConfigError, MemoryStore, SpillTools, TruncationService
+from spillstore import ConfigError, MemoryStore, SpillTools, TruncationService, UsageError
 from spillstore.loop import (
     MAX_TURNS_ENV,
     LoopResult,
@@ -318,5 +318,5 @@ def test_model_must_return_a_model_turn(memory_service: TruncationService) -> No
     def bad(messages: Sequence[Message]) -> Any:
         return "text"
 
-    with pytest.raises(TypeError):
+    with pytest.raises(UsageError, match="must return a ModelTurn; got str"):
         run_loop(bad, {}, "go", service=memory_service)
