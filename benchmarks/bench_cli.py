@@ -9,7 +9,7 @@ Measures, on this machine, side by side in one run:
       the same ``--help`` from a copy of the package whose ``__init__`` imports its
       exports lazily (PEP 562 ``__getattr__``), to show what that change would buy.
   (2) where the start-up goes: the largest cumulative entries of
-      ``python -X importtime -m spillstore._cli.app --help``.
+      ``python -X importtime -m spillstore._cli --help``.
   (3) ``spillstore run`` on a 1 GiB output (64 KiB writes from a Python child): wall time
       and peak RSS against the floor (the same child piped into a reader that discards
       64 KiB chunks) and against ``subprocess.run(capture_output=True)``. Peak RSS comes
@@ -136,7 +136,7 @@ def startup(rounds: int) -> dict[str, float]:
             'python -c "import spillstore"': ([PYTHON, "-c", "import spillstore"], None),
             "spillstore --help": ([SCRIPT, "--help"], None),
             "spillstore --help, lazy __init__": (
-                [PYTHON, "-m", "spillstore._cli.app", "--help"],
+                [PYTHON, "-m", "spillstore._cli", "--help"],
                 lazy_root,
             ),
         }
@@ -152,7 +152,7 @@ def startup(rounds: int) -> dict[str, float]:
 def importtime(top: int) -> list[tuple[str, int]]:
     """The largest cumulative import times (us) of ``spillstore --help``."""
     result = subprocess.run(
-        [PYTHON, "-X", "importtime", "-m", "spillstore._cli.app", "--help"],
+        [PYTHON, "-X", "importtime", "-m", "spillstore._cli", "--help"],
         capture_output=True,
         text=True,
         check=True,
@@ -215,7 +215,7 @@ def main() -> None:
             target = "  ok (<= 300 ms)" if seconds <= 0.300 else "  OVER 300 ms"
         print(f"  {name:<36} {fmt(seconds):>10}{extra}{target}")
 
-    print("\n(2) python -X importtime -m spillstore._cli.app --help: largest cumulative imports")
+    print("\n(2) python -X importtime -m spillstore._cli --help: largest cumulative imports")
     for name, micros in importtime(16):
         print(f"  {micros / 1000:8.1f} ms  {name}")
 

@@ -20,8 +20,8 @@ import sys
 from smolagents.utils import truncate_content
 
 from benchmarks._timing import fmt, machine, side_by_side
-from spillstore._content import TextPart
-from spillstore._core.cap import cap_content, cap_result, elide_middle
+from spillstore import TextPart
+from spillstore.text import cap_content, cap_result, elide_middle
 
 CAP = 50_000
 MB100 = 100_000_000

@@ -48,7 +48,7 @@ import anyio.to_thread  # noqa: E402
 import obstore  # noqa: E402
 
 from benchmarks._timing import fmt, machine  # noqa: E402
-from spillstore._stores.local import LocalStore  # noqa: E402
+from spillstore import LocalStore  # noqa: E402
 from spillstore.s3 import PART_BYTES, UPLOAD_CONCURRENCY, S3Store  # noqa: E402
 
 MB100 = 100_000_000

@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._timing import fmt, machine  # noqa: E402
-from spillstore._stores.local import LocalStore  # noqa: E402
+from spillstore import LocalStore  # noqa: E402
 
 MB100 = 100_000_000
 GIB = 1 << 30
@@ -108,7 +108,7 @@ def bench_write(size: int, directory: Path, rounds: int) -> list[tuple[str, floa
 
 _MEMORY_CHILD = """
 import resource, sys
-from spillstore._stores.local import LocalStore
+from spillstore import LocalStore
 
 def hwm_kib():
     # VmHWM belongs to this process's address space, which execve made new; ru_maxrss

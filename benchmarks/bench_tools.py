@@ -44,8 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._timing import fmt, machine, side_by_side  # noqa: E402
-from spillstore._stores.local import LocalStore  # noqa: E402
-from spillstore._tools.spill_tools import SpillTools  # noqa: E402
+from spillstore import LocalStore, SpillTools  # noqa: E402
 
 MIB = 1 << 20
 GIB = 1 << 30
