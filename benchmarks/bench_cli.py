@@ -5,9 +5,7 @@ Run:  .venv/bin/python benchmarks/bench_cli.py [--quick]
 Measures, on this machine, side by side in one run:
   (1) start-up: ``spillstore --help`` (the installed console script) against
       ``python -c pass``, ``python -c "import typer"`` and ``python -c "import spillstore"``,
-      interleaved round by round, median wall time. Target: --help <= 300 ms. Also timed:
-      the same ``--help`` from a copy of the package whose ``__init__`` imports its
-      exports lazily (PEP 562 ``__getattr__``), to show what that change would buy.
+      interleaved round by round, median wall time. Target: --help <= 300 ms.
   (2) where the start-up goes: the largest cumulative entries of
       ``python -X importtime -m spillstore._cli --help``.
   (3) ``spillstore run`` on a 1 GiB output (64 KiB writes from a Python child): wall time
@@ -23,7 +21,6 @@ benchmarks/RESULTS.md.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -84,68 +81,26 @@ def _generator(total: int) -> list[str]:
     return [PYTHON, "-c", code]
 
 
-def _wall(argv: Sequence[str], cwd: str | None = None) -> float:
+def _wall(argv: Sequence[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, cwd=cwd)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
     return time.perf_counter() - start
-
-
-def _lazy_copy(directory: Path) -> Path:
-    """Copy the package with an ``__init__`` that imports its exports on first use."""
-    target = directory / "spillstore"
-    shutil.copytree(ROOT / "spillstore", target, ignore=shutil.ignore_patterns("__pycache__"))
-    tree = ast.parse((ROOT / "spillstore" / "__init__.py").read_text(encoding="utf-8"))
-    lazy: dict[str, str] = {}
-    keep: list[str] = []
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("spill"):
-            lazy.update({alias.asname or alias.name: node.module for alias in node.names})
-        elif isinstance(node, ast.Assign):
-            keep.append(ast.unparse(node))
-    (target / "__init__.py").write_text(
-        '"""spillstore with lazy exports (benchmark copy)."""\n'
-        "import importlib\n"
-        f"_LAZY = {lazy!r}\n" + "\n".join(keep) + "\n\n"
-        "def __getattr__(name):\n"
-        "    module = _LAZY.get(name)\n"
-        "    if module is None:\n"
-        "        raise AttributeError(name)\n"
-        "    value = getattr(importlib.import_module(module), name)\n"
-        "    globals()[name] = value\n"
-        "    return value\n",
-        encoding="utf-8",
-    )
-    return directory
 
 
 def startup(rounds: int) -> dict[str, float]:
     """Median wall time of each start-up, interleaved round by round."""
-    with tempfile.TemporaryDirectory() as tmp:
-        lazy_root = str(_lazy_copy(Path(tmp)))
-        check = subprocess.run(
-            [PYTHON, "-c", "import spillstore; print(spillstore.__file__)"],
-            capture_output=True,
-            text=True,
-            cwd=lazy_root,
-            check=True,
-        )
-        assert check.stdout.startswith(lazy_root), check.stdout
-        cases: dict[str, tuple[list[str], str | None]] = {
-            "python -c pass": ([PYTHON, "-c", "pass"], None),
-            'python -c "import typer"': ([PYTHON, "-c", "import typer"], None),
-            'python -c "import spillstore"': ([PYTHON, "-c", "import spillstore"], None),
-            "spillstore --help": ([SCRIPT, "--help"], None),
-            "spillstore --help, lazy __init__": (
-                [PYTHON, "-m", "spillstore._cli", "--help"],
-                lazy_root,
-            ),
-        }
-        for argv, cwd in cases.values():  # warm the caches (pyc, page cache)
-            _wall(argv, cwd)
-        samples: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(rounds):
-            for name, (argv, cwd) in cases.items():
-                samples[name].append(_wall(argv, cwd))
+    cases: dict[str, list[str]] = {
+        "python -c pass": [PYTHON, "-c", "pass"],
+        'python -c "import typer"': [PYTHON, "-c", "import typer"],
+        'python -c "import spillstore"': [PYTHON, "-c", "import spillstore"],
+        "spillstore --help": [SCRIPT, "--help"],
+    }
+    for argv in cases.values():  # warm the caches (pyc, page cache)
+        _wall(argv)
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, argv in cases.items():
+            samples[name].append(_wall(argv))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
