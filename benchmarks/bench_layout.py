@@ -120,11 +120,13 @@ def main() -> None:
     parser.add_argument("--new", default=ROOT, type=Path, help="checkout under test (this one)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="10 MB inputs instead of 100 MB")
+    parser.add_argument("--case", action="append", choices=CASES, help="only these cases")
     args = parser.parse_args()
+    cases = tuple(args.case or CASES)
     size = 10_000_000 if args.quick else 100_000_000
     print(f"machine: {machine()}")
     print(f"old: {args.old}\nnew: {args.new}\ninputs: {size:,} bytes, {args.rounds} rounds")
-    samples: dict[str, dict[str, list[float]]] = {c: {"old": [], "new": []} for c in CASES}
+    samples: dict[str, dict[str, list[float]]] = {c: {"old": [], "new": []} for c in cases}
     with tempfile.TemporaryDirectory(prefix="spillstore-layout-") as tmp:
         workers = {
             "old": start_worker(args.old, size, os.path.join(tmp, "old")),
@@ -133,7 +135,7 @@ def main() -> None:
         try:
             for round_no in range(args.rounds):
                 order = ("old", "new") if round_no % 2 == 0 else ("new", "old")
-                for case in CASES:
+                for case in cases:
                     for side in order:
                         samples[case][side].append(ask(workers[side], case))
         finally:
@@ -142,7 +144,7 @@ def main() -> None:
                 proc.stdin.close()
                 proc.wait()
     print("\n| case | old | new | new/old |\n|---|---|---|---|")
-    for case in CASES:
+    for case in cases:
         old = statistics.median(samples[case]["old"])
         new = statistics.median(samples[case]["new"])
         print(f"| {case} | {fmt(old)} | {fmt(new)} | {new / old:.3f}x |")
