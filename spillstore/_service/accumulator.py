@@ -119,10 +119,18 @@ class OutputAccumulator:
     def _spill_args(self) -> SpillArgs:
         return spill_args(self._host, self._tool_name, self._tool_call_id)
 
-    def _finish_flow(self, suffix: str | None, is_error: bool) -> Flow[ToolResult]:
-        """Every decision of :meth:`ok`/:meth:`error` and their async twins."""
+    def _finish_flow(
+        self, suffix: str | None, is_error: bool, *, other_writer: object
+    ) -> Flow[ToolResult]:
+        """Every decision of :meth:`ok`/:meth:`error` and their async twins.
+
+        ``other_writer`` is the writer of the other twin, as in :meth:`_take`: a refused
+        finish leaves the accumulator as it was, to be finished by the right twin.
+        """
         if self._done:
             raise UsageError(_FINISHED)
+        if other_writer is not None:
+            raise UsageError(_MIXED)
         self._done = True
         host = self._host
         if not self.spilling:
@@ -164,15 +172,14 @@ class OutputAccumulator:
 
     def ok(self, suffix: str | None = None) -> ToolResult:
         """Finish a successful run; ``suffix`` (e.g. ``"exit code 0"``) always shows."""
-        return drive(self._finish_flow(suffix, is_error=False))
+        return drive(self._finish_flow(suffix, is_error=False, other_writer=self._awriter))
 
     def error(self, message: str) -> ToolResult:
         """Finish a failed run; ``message`` always shows and the result is an error."""
-        return drive(self._finish_flow(message, is_error=True))
+        return drive(self._finish_flow(message, is_error=True, other_writer=self._awriter))
 
     def _commit(self, suffix: str | None) -> SpillMeta:
-        if self._writer is None:
-            raise UsageError(_MIXED)
+        assert self._writer is not None  # _finish_flow refused a mix
         return self._writer.commit(suffix=suffix)
 
     def _fail(self, exc: Exception) -> Exception:
@@ -200,15 +207,14 @@ class OutputAccumulator:
 
     async def aok(self, suffix: str | None = None) -> ToolResult:
         """Async twin of :meth:`ok`."""
-        return await adrive(self._finish_flow(suffix, is_error=False))
+        return await adrive(self._finish_flow(suffix, is_error=False, other_writer=self._writer))
 
     async def aerror(self, message: str) -> ToolResult:
         """Async twin of :meth:`error`."""
-        return await adrive(self._finish_flow(message, is_error=True))
+        return await adrive(self._finish_flow(message, is_error=True, other_writer=self._writer))
 
     async def _acommit(self, suffix: str | None) -> SpillMeta:
-        if self._awriter is None:
-            raise UsageError(_MIXED)
+        assert self._awriter is not None  # _finish_flow refused a mix
         return await self._awriter.commit(suffix=suffix)
 
     async def _afail(self, exc: Exception) -> Exception:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import errno
-
 import pytest
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
-from spillstore._errors import StoreError, UsageError
+from spillstore._errors import UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.memory import MemoryStore
 from spillstore._stores.writer import SpillWriter
+from tests.service.failures import DEAD_BACKENDS
 
 SMALL = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
 
@@ -109,13 +108,17 @@ def test_counts_true_total_past_retention() -> None:
     )
 
 
-def test_store_failure_mid_stream_gives_bounded_preview(monkeypatch: pytest.MonkeyPatch) -> None:
-    """If the store fails while streaming, the run still ends in a bounded, honest preview."""
+@pytest.mark.parametrize("error", DEAD_BACKENDS, ids=lambda e: type(e).__name__)
+def test_store_failure_mid_stream_gives_bounded_preview(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """If the store fails while streaming (any store failure), the run still ends in a
+    bounded, honest preview."""
 
-    def full_disk(self: SpillWriter, chunk: object) -> None:
-        raise StoreError(errno.ENOSPC, "No space left on device")
+    def fail(self: SpillWriter, chunk: object) -> None:
+        raise error
 
-    monkeypatch.setattr(SpillWriter, "write", full_disk)
+    monkeypatch.setattr(SpillWriter, "write", fail)
     acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
     for chunk in _chunks(_log().encode(), 50_000):
         acc.write(chunk)
@@ -126,12 +129,47 @@ def test_store_failure_mid_stream_gives_bounded_preview(monkeypatch: pytest.Monk
     assert utf8_size(_text(out)) <= SMALL.max_bytes
 
 
-def test_finished_accumulator_refuses_more() -> None:
-    """Writing after ok() is a developer error and raises UsageError."""
+def test_bug_in_the_writer_surfaces_mid_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A programming error in the writer raises from write(); it is not swallowed."""
+
+    def broken(self: SpillWriter, chunk: object) -> None:
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(SpillWriter, "write", broken)
     acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    with pytest.raises(TypeError, match="a bug"):
+        acc.write(_log())
+
+
+@pytest.mark.parametrize("size", [10, 50_000], ids=["inline", "spilling"])
+def test_finished_accumulator_refuses_more(size: int) -> None:
+    """Writing or finishing after ok() is a developer error and raises UsageError."""
+    acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.write("x" * size)
     acc.ok()
     with pytest.raises(UsageError, match="finished"):
         acc.write("late")
+    with pytest.raises(UsageError, match="finished"):
+        acc.ok()
+    with pytest.raises(UsageError, match="finished"):
+        acc.error("late")
+
+
+@pytest.mark.anyio
+async def test_mixing_sync_and_async_is_refused_and_harmless() -> None:
+    """A spilling accumulator written with write() refuses awrite() and aok(), and can
+    still be finished with ok(): the refusal changes nothing."""
+    store = MemoryStore()
+    acc = TruncationService(store, SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.write("x" * 50_000)
+    with pytest.raises(UsageError, match="not both"):
+        await acc.awrite("more")
+    with pytest.raises(UsageError, match="not both"):
+        await acc.aok()
+    out = acc.ok()
+    assert out.spill is not None and out.spill.saved == "full"
+    assert out.spill.total_bytes == 50_000
+    assert [meta.total_bytes for meta in store.list()] == [50_000]
 
 
 @pytest.mark.anyio

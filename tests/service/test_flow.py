@@ -2,49 +2,21 @@
 
 from __future__ import annotations
 
-import errno
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._errors import ConfigError, SpillExpired, StoreError, UsageError
+from spillstore._errors import ConfigError, SpillExpired
 from spillstore._service.flow import Flow, Request, adrive, blocking, call, drive
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
-from spillstore._stores.meta import SpillMeta
-from spillstore._stores.writer import SpillWriter
+from tests.service.failures import BUGS, DEAD_BACKENDS, FailingStore
 
 SMALL = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
 BIG = "".join(f"line {n:06d} of a long log\n" for n in range(2_000))
-
-DEAD_BACKENDS = [
-    StoreError(errno.ENOSPC, "No space left on device"),
-    ConnectionError("connection refused by the object store"),
-    TimeoutError("the object store did not answer"),
-    PermissionError(errno.EACCES, "Permission denied"),
-]
-BUGS = [
-    AttributeError("'Store' object has no attribute 'putt'"),
-    TypeError("put() got an unexpected keyword argument 'media_note'"),
-    ConfigError("session must match [A-Za-z0-9._-]", field="session"),
-    UsageError("this spill writer is already committed"),
-]
-
-
-class FailingStore(MemoryStore):
-    """A store whose every put raises ``error`` (its async twin runs put in a thread)."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__()
-        self.error = error
-
-    def put(self, data: Iterable[bytes | str] | bytes | str, **kwargs: object) -> SpillMeta:  # type: ignore[override]
-        raise self.error
 
 
 def _text(result: ToolResult) -> str:
@@ -94,13 +66,6 @@ def test_a_bad_session_is_a_developer_error() -> None:
     service = TruncationService(MemoryStore(), SMALL, session="no/slashes")
     with pytest.raises(ConfigError):
         service.truncate_for_model(BIG, tool_name="t", tool_call_id="c")
-
-
-def test_a_misspelt_store_method_fails_where_it_is_written() -> None:
-    """Requests hold bound methods, so a typo raises AttributeError at once."""
-    store = MemoryStore()
-    with pytest.raises(AttributeError, match="putt"):
-        call(store.putt, store.aput, "x")  # type: ignore[attr-defined]
 
 
 def _two_steps() -> Flow[str]:
@@ -158,60 +123,3 @@ def test_spill_collected_after_adoption_falls_back_to_inline(tmp_path: Path) -> 
     text = _text(service.truncate_for_model(result, tool_name="t", tool_call_id="c"))
     assert text.startswith("inline part\n[spillstore] The tool's full output in")
     assert "could not be saved (SpillExpired: spill " in text
-
-
-def _accumulator(store: MemoryStore | None = None) -> Any:
-    service = TruncationService(store or MemoryStore(), SMALL)
-    return service.accumulator(tool_name="t", tool_call_id="c")
-
-
-def test_finishing_twice_is_a_usage_error() -> None:
-    """ok() (or error()) on a finished accumulator raises UsageError, inline or spilling."""
-    for size in (10, 50_000):
-        acc = _accumulator()
-        acc.write("x" * size)
-        acc.ok()
-        with pytest.raises(UsageError, match="finished"):
-            acc.ok()
-        with pytest.raises(UsageError, match="finished"):
-            acc.error("late")
-
-
-@pytest.mark.anyio
-async def test_mixing_sync_and_async_is_a_usage_error() -> None:
-    """A spilling accumulator written with write() cannot be awritten or finished with aok()."""
-    acc = _accumulator()
-    acc.write("x" * 50_000)
-    with pytest.raises(UsageError, match="not both"):
-        await acc.awrite("more")
-    with pytest.raises(UsageError, match="not both"):
-        await acc.aok()
-
-
-@pytest.mark.parametrize("error", DEAD_BACKENDS, ids=lambda e: type(e).__name__)
-def test_dead_backend_mid_stream_gives_a_preview(
-    monkeypatch: pytest.MonkeyPatch, error: Exception
-) -> None:
-    """A writer that fails mid-stream (any store failure) ends in a NOT saved preview."""
-
-    def fail(self: SpillWriter, chunk: object) -> None:
-        raise error
-
-    monkeypatch.setattr(SpillWriter, "write", fail)
-    acc = _accumulator()
-    acc.write(BIG)
-    out = acc.ok("exit code 0")
-    assert out.spill is not None and out.spill.saved == "none"
-    assert _text(out).endswith("exit code 0")
-
-
-def test_bug_in_the_writer_surfaces_mid_stream(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A programming error in the writer raises from write(); it is not swallowed."""
-
-    def broken(self: SpillWriter, chunk: object) -> None:
-        raise TypeError("a bug")
-
-    monkeypatch.setattr(SpillWriter, "write", broken)
-    acc = _accumulator()
-    with pytest.raises(TypeError, match="a bug"):
-        acc.write(BIG)
