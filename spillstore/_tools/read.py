@@ -103,10 +103,6 @@ def _read_bytes(tools: ToolsView, meta: SpillMeta, args: ReadArgs, byte_offset: 
         start += skip
     # raw runs past limit whenever more bytes follow, so the cut sees the next byte.
     cut, text, lossy = fit(raw, limit)
-    if cut == 0 and raw:
-        # Stray continuation bytes can make every cut look mid-character; a page that
-        # shows nothing would point at itself, so it shows one byte (as U+FFFD).
-        cut, text, lossy = 1, raw[:1].decode("utf-8", "replace"), True
     end = start + cut
     if lossy:
         notes.append("invalid UTF-8 bytes are shown as U+FFFD")

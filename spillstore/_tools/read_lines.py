@@ -134,11 +134,6 @@ class LinePager:
             return None  # no room for this line on this page: the next page starts with it
         limit = max(limit, 4)
         cut, text, lossy = fit(raw, limit)
-        if cut == 0 and raw:
-            if not forced:
-                return None
-            cut = 1
-            text = raw[:1].decode("utf-8", "replace")
         self.lossy = self.lossy or lossy
         if complete and cut == len(raw):
             return prefix + text, cut, after_newline

@@ -88,26 +88,32 @@ def quote(value: str, limit: int = 120) -> str:
 def fit(raw: bytes, max_size: int) -> tuple[int, str, bool]:
     """Cut ``raw`` so its shown text (invalid bytes as U+FFFD) is at most ``max_size`` bytes.
 
-    Returns the cut, the text, and whether the shown bytes held invalid UTF-8.
+    Returns the cut, the text, and whether the shown bytes hold invalid UTF-8. A
+    non-empty ``raw`` always gives at least one byte when ``max_size`` can hold a U+FFFD
+    (3 bytes): stray continuation bytes can make every cut look mid-character, and a page
+    that shows nothing would point at itself as the next call.
     """
     cut = head_cut(raw, max_size)
-    piece = raw[:cut]
     try:
-        return cut, piece.decode("utf-8"), False
+        return cut, raw[:cut].decode("utf-8"), False
     except UnicodeDecodeError:
         pass
-    text = piece.decode("utf-8", "replace")
-    if utf8_size(text) <= max_size:
-        return cut, text, True
-    low, high = 0, cut  # invariant: raw[:low] fits, raw[:high] does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        if utf8_size(raw[:middle].decode("utf-8", "replace")) <= max_size:
-            low = middle
-        else:
-            high = middle
-    low = head_cut(raw, low)
-    return low, raw[:low].decode("utf-8", "replace"), True
+    if utf8_size(raw[:cut].decode("utf-8", "replace")) > max_size:
+        low, high = 0, cut  # invariant: raw[:low] fits, raw[:high] does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            if utf8_size(raw[:middle].decode("utf-8", "replace")) <= max_size:
+                low = middle
+            else:
+                high = middle
+        cut = head_cut(raw, low)
+    if cut == 0 and raw and max_size >= 3:
+        cut = 1
+    shown = raw[:cut]
+    try:
+        return cut, shown.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return cut, shown.decode("utf-8", "replace"), True
 
 
 def bounded(text: str, max_bytes: int) -> str:

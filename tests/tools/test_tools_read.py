@@ -276,13 +276,20 @@ _not_utf8 = st.lists(
 @settings(max_examples=150)
 @given(data=_not_utf8, max_bytes=st.integers(4, 8))
 def test_byte_pages_over_invalid_utf8_always_move_forward(data: bytes, max_bytes: int) -> None:
-    """Following byte-mode hints over bytes that are not UTF-8 shows bytes on every page."""
+    """Following byte-mode hints over bytes that are not UTF-8 shows bytes on every page,
+    and a page says it shows U+FFFD exactly when the bytes it shows are not UTF-8."""
     spill = put(_MEMORY, data)
     tools = SpillTools(_MEMORY)
     offset = 0
     for _ in range(len(data) + 1):
         text = text_of(tools.read(spill, byte_offset=offset, max_bytes=max_bytes))
         start, end, _ = (int(g) for g in _BYTES.search(text.split("\n", 1)[0]).groups())  # type: ignore[union-attr]
+        try:
+            data[start:end].decode("utf-8")
+            shown_valid = True
+        except UnicodeDecodeError:
+            shown_valid = False
+        assert ("invalid UTF-8 bytes are shown as U+FFFD" in text) != shown_valid, text
         footer = text.rsplit("\n", 1)[1]
         if footer == "end of output":
             break
