@@ -6,7 +6,6 @@ import inspect
 
 import pytest
 
-from spillstore._stores.memory import MemoryStore
 from spillstore._tools.args import GrepArgs, ListArgs, ReadArgs, ToolArgs
 from spillstore._tools.spill_tools import SpillTools
 
@@ -24,12 +23,3 @@ def test_shell_signature_restates_the_model_exactly(name: str, model: type[ToolA
             assert parameter.default is inspect.Parameter.empty, parameter.name
         else:
             assert parameter.default == field.default, parameter.name
-
-
-@pytest.mark.parametrize("name", [name for name, _ in SHELLS])
-def test_async_twin_takes_the_same_arguments(name: str) -> None:
-    """a<name> is a coroutine function with the signature of <name>."""
-    tools = SpillTools(MemoryStore())
-    twin = getattr(tools, "a" + name)
-    assert inspect.iscoroutinefunction(twin)
-    assert inspect.signature(twin).parameters == inspect.signature(getattr(tools, name)).parameters
