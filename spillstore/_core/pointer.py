@@ -36,7 +36,12 @@ MAX_NAME_BYTES = 64
 """The most bytes of a tool name or call id quoted in the pointer."""
 
 DEFAULT_READ_LIMIT = 200
-"""Lines asked for in the ready-to-call Read hint."""
+"""Lines per Read page unless the model asks for another ``limit`` (and so the lines the
+ready-to-call Read hint asks for)."""
+
+DEFAULT_BYTE_PAGE = 4096
+"""Bytes per Read page in byte mode unless the model asks for another ``max_bytes`` (and
+so the bytes a byte-mode hint asks for)."""
 
 
 def quote_name(name: str) -> str:
@@ -238,7 +243,9 @@ def render_pointer(
         if preview.head_ends_line:
             read = f'{read_tool}(spill="{spill}", offset={first}, limit={DEFAULT_READ_LIMIT})'
         else:
-            read = f'{read_tool}(spill="{spill}", byte_offset={start}, max_bytes=4096)'
+            read = (
+                f'{read_tool}(spill="{spill}", byte_offset={start}, max_bytes={DEFAULT_BYTE_PAGE})'
+            )
         scope = "the whole output" if stored.state == "full" else "every byte that was kept"
         out.append(
             f"Next: {read} reads the first hidden part;"

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Literal
 
 from spillstore._content import Part, SpillInfo, TextPart, ToolResult
 from spillstore._core.cap import elide_middle
-from spillstore._core.pointer import Preview, Stored, line_count, quote_name, render_pointer
+from spillstore._core.pointer import (
+    DEFAULT_BYTE_PAGE,
+    Preview,
+    Stored,
+    line_count,
+    quote_name,
+    render_pointer,
+)
 from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import utf8_size
 from spillstore._service.flow import Host, Measure, Prepared
@@ -110,7 +117,7 @@ def _append_mode(
     if stored.state != "none":
         note += (
             f' Next: {host.read_tool}(spill="{stored.spill_id}", byte_offset={offset},'
-            f" max_bytes=4096) reads on from the first cut (line {line})."
+            f" max_bytes={DEFAULT_BYTE_PAGE}) reads on from the first cut (line {line})."
         )
     text = _dedupe_suffix(shaped.text, step.suffix)
     text = f"{text}\n{note}"

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
+from spillstore._core.pointer import DEFAULT_BYTE_PAGE, DEFAULT_READ_LIMIT
+
 __all__ = [
     "DEFAULT_BYTE_PAGE",
     "DEFAULT_HEAD_LIMIT",
@@ -39,14 +41,8 @@ __all__ = [
 MAX_SAFE_INT = 2**53 - 1
 """The largest integer every JSON parser reads exactly; larger offsets are refused."""
 
-DEFAULT_READ_LIMIT = 200
-"""Lines per Read page unless the model asks for another ``limit``."""
-
 MAX_READ_LIMIT = 2000
 """The most lines one Read page may ask for."""
-
-DEFAULT_BYTE_PAGE = 4096
-"""Bytes per Read page in byte mode unless the model asks for another ``max_bytes``."""
 
 MAX_READ_BYTES = 1_000_000
 """The most bytes a model may ask for (pages are bounded by ``max_page_bytes`` anyway)."""

@@ -36,15 +36,15 @@ from spillstore._tools.regex import Matcher
 from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
 from spillstore._tools.text import ToolsView, quote
 
-__all__ = ["ECHO_CHARS", "MAX_NOTES", "NOTE_BYTES", "Search"]
+__all__ = ["Search"]
 
-NOTE_BYTES = 200
+_NOTE_BYTES = 200
 """An upper bound of a Grep note's size, its spill id excluded."""
 
-MAX_NOTES = 2
+_MAX_NOTES = 2
 """Grep names at most this many spills it could not search in full (then a count)."""
 
-ECHO_CHARS = 100
+_ECHO_CHARS = 100
 """Grep repeats at most this many characters of the pattern in its title and hints."""
 
 _HINTED_DEFAULTS = {
@@ -102,9 +102,13 @@ class Search:
     args: GrepArgs
     matcher: Matcher
     metas: Sequence[SpillMeta]
-    single: bool
     unsearched: list[str] = field(default_factory=list, init=False)
     trust_utf8: bool = field(default=True, init=False)
+
+    @property
+    def single(self) -> bool:
+        """Whether one spill is searched (its lines then carry no spill id)."""
+        return self.args.spill is not None
 
     @property
     def limit(self) -> int | None:
@@ -130,7 +134,8 @@ class Search:
 
     def _title(self) -> str:
         pattern = json.dumps(
-            self.args.pattern[:ECHO_CHARS] + ("..." if len(self.args.pattern) > ECHO_CHARS else ""),
+            self.args.pattern[:_ECHO_CHARS]
+            + ("..." if len(self.args.pattern) > _ECHO_CHARS else ""),
             ensure_ascii=False,
         )
         flags = []
@@ -144,7 +149,7 @@ class Search:
     def _again(self, offset: int) -> str:
         """The call for the page at ``offset``: the arguments not at their defaults."""
         args = self.args
-        if len(args.pattern) > ECHO_CHARS:
+        if len(args.pattern) > _ECHO_CHARS:
             return f"{self.tools.names.grep}(<the same arguments>, offset={offset})"
         parts = [f"pattern={json.dumps(args.pattern, ensure_ascii=False)}"]
         if args.spill is not None:
@@ -157,9 +162,9 @@ class Search:
         return f"{self.tools.names.grep}({', '.join(parts)})"
 
     def _gap_notes(self) -> list[str]:
-        notes = self.unsearched[:MAX_NOTES]
-        if len(self.unsearched) > MAX_NOTES:
-            more = len(self.unsearched) - MAX_NOTES
+        notes = self.unsearched[:_MAX_NOTES]
+        if len(self.unsearched) > _MAX_NOTES:
+            more = len(self.unsearched) - _MAX_NOTES
             notes.append(f"and {more} more spills not searched in full")
         return notes
 
@@ -170,9 +175,9 @@ class Search:
         hint = f"-- more results: call {self._again(big)} --"
         id_bytes = max((len(m.spill_id) for m in self.metas), default=0)
         if self.single:
-            notes = 0 if self.metas[0].complete else NOTE_BYTES + id_bytes
+            notes = 0 if self.metas[0].complete else _NOTE_BYTES + id_bytes
         else:
-            notes = (MAX_NOTES + 1) * (NOTE_BYTES + id_bytes)
+            notes = (_MAX_NOTES + 1) * (_NOTE_BYTES + id_bytes)
         return utf8_size(title) + utf8_size(hint) + notes + 16
 
     def _each(self) -> Iterator[tuple[SpillMeta, list[Haystack], LineIndex]]:

@@ -19,9 +19,9 @@ from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import ListArgs
 from spillstore._tools.text import ToolsView, quote
 
-__all__ = ["PREVIEW_BYTES", "list_page"]
+__all__ = ["list_page"]
 
-PREVIEW_BYTES = 100
+_PREVIEW_BYTES = 100
 """List shows this many bytes of each spill's first line."""
 
 
@@ -94,12 +94,12 @@ def _entry(tools: ToolsView, meta: SpillMeta, number: int, digits: int) -> str:
     if meta.stored_ranges and meta.stored_ranges[0][0] == 0:
         head_end = meta.stored_ranges[0][1]
         try:
-            first = tools.store.read_bytes(meta.spill_id, 0, min(PREVIEW_BYTES + 4, head_end))
+            first = tools.store.read_bytes(meta.spill_id, 0, min(_PREVIEW_BYTES + 4, head_end))
         except SpillstoreError:
             first = b""
         newline = first.find(b"\n")
         line = first if newline < 0 else first[:newline]
-        cut = head_cut(line, PREVIEW_BYTES)
+        cut = head_cut(line, _PREVIEW_BYTES)
         more = cut < len(line) or (newline < 0 and len(first) < meta.total_bytes)
         text = line[:cut].decode("utf-8", "replace") + ("..." if more else "")
         preview = f"; first line: {json.dumps(text, ensure_ascii=False)}"

@@ -24,9 +24,9 @@ from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import MAX_SAFE_INT, ReadArgs
 from spillstore._tools.text import ToolsView, fit
 
-__all__ = ["MIN_LINE_ROOM", "LinePager"]
+__all__ = ["LinePager"]
 
-MIN_LINE_ROOM = 16
+_MIN_LINE_ROOM = 16
 """A Read page stops when less than this many bytes remain for the next line."""
 
 
@@ -201,7 +201,7 @@ class LinePager:
         full = False
         while remaining > 0 and not full:
             room = budget - used
-            if room < MIN_LINE_ROOM + prefix_size or data_used >= data_cap:
+            if room < _MIN_LINE_ROOM + prefix_size or data_used >= data_cap:
                 break
             fetch = max(4, min(room - prefix_size * min(remaining, 64), data_cap - data_used))
             requested = remaining

@@ -178,7 +178,8 @@ class SpillTools:
         self.max_column_bytes = max_column_bytes
         self.cross_session = cross_session
         self.names = ToolNames(read=read_name, grep=grep_name, list=list_name)
-        self.specs: dict[str, ToolSpec] = dict(zip(self.names, SPECS, strict=True))
+        given = {"read_spill": read_name, "grep_spill": grep_name, "list_spills": list_name}
+        self.specs: dict[str, ToolSpec] = {given[spec.default_name]: spec for spec in SPECS}
         """Each tool's registry entry, by the name the model calls it."""
         self._metas: BoundedCache[str, SpillMeta] = BoundedCache(META_CACHE_SIZE)
 
@@ -277,7 +278,7 @@ class SpillTools:
                 metas = self.store.list(self.session)
             else:
                 metas = [self._meta(args.spill)]
-            return Search(self, args, matcher, metas, single=args.spill is not None).run()
+            return Search(self, args, matcher, metas).run()
         assert isinstance(args, ListArgs)
         return list_page(self, args)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Protocol
 
 from pydantic import ValidationError
@@ -50,11 +50,8 @@ class ToolNames:
     list: str
 
     def __iter__(self) -> Iterator[str]:
-        """Every tool name, in the order of :data:`~spillstore._tools.args.SPECS`."""
-        return iter((self.read, self.grep, self.list))
-
-    def __contains__(self, name: object) -> bool:
-        return name in (self.read, self.grep, self.list)
+        """Every tool name."""
+        return (getattr(self, field.name) for field in fields(self))
 
 
 class ToolsView(Protocol):

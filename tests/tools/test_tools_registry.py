@@ -5,7 +5,6 @@ from __future__ import annotations
 from spillstore import MemoryStore, SpillTools, TruncationService
 from spillstore._service.adapters import ToolCappers
 from spillstore._tools.args import SPECS
-from spillstore.mcp.proxy import SPILL_TOOL_NAMES
 from spillstore.mcp.server import spill_tool_definitions
 
 
@@ -33,12 +32,11 @@ def test_renamed_tools_keep_their_registry_entries() -> None:
 
 
 def test_integrations_list_every_registered_tool() -> None:
-    """The MCP definitions, the proxy's names and the adapters' exempt set cover every tool."""
+    """The MCP definitions and the adapters' exempt set cover every tool."""
     tools = _renamed()
     definitions = spill_tool_definitions(tools)
     assert [(d.name, d.title) for d in definitions] == [
         (name, spec.title) for name, spec in tools.specs.items()
     ]
-    assert tuple(spec.default_name for spec in SPECS) == SPILL_TOOL_NAMES
     cappers = ToolCappers(TruncationService(MemoryStore()), spill_tools=tools)
     assert set(tools.names) <= cappers.exempt
