@@ -1,6 +1,7 @@
 """Benchmark two checkouts of spillstore side by side: did a change slow any path?
 
-Run:  .venv/bin/python -m benchmarks.bench_layout --old DIR [--new DIR] [--rounds N] [--quick]
+Run:  .venv/bin/python -m benchmarks.bench_layout --old DIR [--new DIR] [--rounds N]
+      [--case NAME ...] [--quick]
 
 Each checkout runs in its own long-lived worker process (``PYTHONPATH`` pointing at it),
 and the parent asks the two workers for one timing after the other, case by case and
@@ -8,8 +9,12 @@ round by round, so both see the same machine load. A case is one path of
 ``bench_service`` (a 100 MB result through ``truncate_for_model``, ASCII and UTF-8) or of
 ``bench_tools`` (grep_spill: rare literal, rare regex, first 100 hits of a common word,
 every hit, count; read_spill deep in a spill). Only public names are used, so any two
-versions of the package can be compared. The report gives each case's median for both
-and the ratio new/old; the refactor's target was no path more than 5% slower (<= 1.05x).
+versions of the package can be compared. Each worker imports spillstore first, from its
+own tree only (``python -P``, run in a scratch directory), and the report names the file
+each one loaded. The report gives each case's median for both and the ratio new/old; the
+refactor's target was no path more than 5% slower (<= 1.05x). Run it once with
+``--old`` set to the tree under test as well: that control shows how far the same code
+strays from itself on this machine.
 """
 
 from __future__ import annotations
@@ -41,9 +46,13 @@ CASES = (
 
 WORKER = r"""
 import json, os, sys, time
-sys.path.insert(0, os.environ["BENCH_ROOT"])
-from benchmarks.bench_tools import RARE, RARE_REGEX, WORD, log_data
+import spillstore  # first, from PYTHONPATH: the tree under test, nothing else
 from spillstore import LocalStore, Settings, SpillTools, TruncationService
+tree = os.environ["PYTHONPATH"]
+if not spillstore.__file__.startswith(tree + os.sep):
+    raise SystemExit(f"worker for {tree} imported {spillstore.__file__}")
+sys.path.append(os.environ["BENCH_ROOT"])
+from benchmarks.bench_tools import RARE, RARE_REGEX, WORD, log_data
 
 size = int(os.environ["BENCH_SIZE"])
 root = os.environ["BENCH_DIR"]
@@ -76,9 +85,9 @@ cases = {
     "read deep line": lambda: tools.read(spill, offset=deep_line, limit=2000),
 }
 repeat = {"read deep line": 200, "grep rare literal": 5, "grep rare regex": 5}
-for name in cases:  # warm up: page cache, compiled patterns, caches
+for name in os.environ["BENCH_CASES"].split(","):  # warm up: page cache, patterns, caches
     cases[name]()
-print("ready", flush=True)
+print("ready", spillstore.__file__, flush=True)
 for line in sys.stdin:
     name = line.strip()
     n = repeat.get(name, 1)
@@ -89,20 +98,27 @@ for line in sys.stdin:
 """
 
 
-def start_worker(tree: Path, size: int, directory: str) -> subprocess.Popen[str]:
+def start_worker(
+    tree: Path, size: int, directory: str, cases: tuple[str, ...]
+) -> subprocess.Popen[str]:
     """A worker importing spillstore from ``tree``, ready once it printed ``ready``."""
     env = dict(os.environ, PYTHONPATH=str(tree), BENCH_ROOT=str(ROOT), BENCH_SIZE=str(size))
     env["BENCH_DIR"] = directory
+    env["BENCH_CASES"] = ",".join(cases)
+    os.makedirs(directory, exist_ok=True)
     proc = subprocess.Popen(
-        [sys.executable, "-c", WORKER],
+        [sys.executable, "-P", "-c", WORKER],  # -P: no cwd on sys.path
+        cwd=directory,
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert proc.stdout is not None
-    if proc.stdout.readline().strip() != "ready":
+    ready, _, loaded = proc.stdout.readline().strip().partition(" ")
+    if ready != "ready":
         raise SystemExit(f"worker for {tree} failed to start")
+    print(f"worker for {tree}: spillstore from {loaded}")
     return proc
 
 
@@ -118,7 +134,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--old", required=True, type=Path, help="checkout to compare against")
     parser.add_argument("--new", default=ROOT, type=Path, help="checkout under test (this one)")
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=31)
     parser.add_argument("--quick", action="store_true", help="10 MB inputs instead of 100 MB")
     parser.add_argument("--case", action="append", choices=CASES, help="only these cases")
     args = parser.parse_args()
@@ -129,8 +145,8 @@ def main() -> None:
     samples: dict[str, dict[str, list[float]]] = {c: {"old": [], "new": []} for c in cases}
     with tempfile.TemporaryDirectory(prefix="spillstore-layout-") as tmp:
         workers = {
-            "old": start_worker(args.old, size, os.path.join(tmp, "old")),
-            "new": start_worker(args.new, size, os.path.join(tmp, "new")),
+            "old": start_worker(args.old.resolve(), size, os.path.join(tmp, "old"), cases),
+            "new": start_worker(args.new.resolve(), size, os.path.join(tmp, "new"), cases),
         }
         try:
             for round_no in range(args.rounds):
