@@ -1,14 +1,16 @@
-"""in_thread, the one way spillstore makes an async twin of a blocking function."""
+"""in_thread and method_twin: how spillstore makes the async twin of a blocking call."""
 
 from __future__ import annotations
 
 import inspect
 import threading
+from typing import Any
 
 import pytest
 
 from spillstore import MemoryStore, SpillTools
-from spillstore._twins import in_thread
+from spillstore._errors import SpillNotFound
+from spillstore._twins import in_thread, method_twin
 
 
 class Greeter:
@@ -18,7 +20,7 @@ class Greeter:
             raise ValueError("no name")
         return f"hello {name}{punctuation} from {threading.current_thread().name}"
 
-    agreet = in_thread(greet)
+    agreet = method_twin(greet)
 
 
 @pytest.mark.anyio
@@ -53,3 +55,37 @@ def test_method_twin_is_named_for_itself(owner: type, name: str, qualname: str) 
     assert twin.__qualname__.endswith(qualname)
     assert f":meth:`{name}`" in (twin.__doc__ or "")
     assert inspect.signature(twin) == inspect.signature(getattr(owner, name))
+
+
+class Shouting(Greeter):
+    def greet(self, name: str, *, punctuation: str = "!") -> str:
+        return super().greet(name.upper(), punctuation=punctuation)
+
+
+@pytest.mark.anyio
+async def test_method_twin_runs_the_subclass_override() -> None:
+    """A subclass that overrides the sync method changes its twin too (bound at call time)."""
+    assert (await Shouting().agreet("you")).startswith("hello YOU!")
+
+
+class ForgetfulStore(MemoryStore):
+    """A store whose stat of one id always says the spill is gone."""
+
+    def stat(self, spill_id: str) -> Any:
+        raise SpillNotFound(f"forgot {spill_id}", spill_id=spill_id)
+
+
+@pytest.mark.anyio
+async def test_store_twins_see_a_backend_override() -> None:
+    """A store subclass's override of a sync method is what its async twin runs."""
+    store = ForgetfulStore()
+    meta = store.put("x" * 10, session="default", tool_name="t", tool_call_id="c")
+    with pytest.raises(SpillNotFound, match="forgot"):
+        await store.astat(meta.spill_id)
+
+
+@pytest.mark.anyio
+async def test_in_thread_takes_a_bound_function() -> None:
+    """in_thread of a bound method is its async twin, with the same result."""
+    greeter = Greeter()
+    assert (await in_thread(greeter.greet)("me")).startswith("hello me! from ")

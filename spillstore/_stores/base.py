@@ -11,8 +11,9 @@ Each async twin sits right after its sync method and runs it in a worker thread 
 :func:`~spillstore._twins.in_thread`: one hop per operation, no second implementation
 (house-style 3). anyio's threads were chosen over aiofiles because ``aiofiles.os`` breaks
 under pyfakefs while ``anyio.to_thread`` does not, and anyio already comes with ``mcp``.
-A twin is ``in_thread`` of the sync function itself (``astat = in_thread(stat)``), so it
-has the sync method's signature by construction: callers pass both to one ParamSpec-typed
+A twin is ``method_twin`` of the sync method (``astat = method_twin(stat)``): it runs
+``self.stat`` in a worker thread, so a subclass's override counts, and it has the sync
+method's signature by construction: callers pass both to one ParamSpec-typed
 request (``_service.flow.call``). Backends implement the primitives and hooks, not these
 methods. ``aput`` is the exception: it also takes an async iterable of chunks.
 """
@@ -35,7 +36,7 @@ from spillstore._stores.backend import USE_STORE_DEFAULT, Retention, UseStoreDef
 from spillstore._stores.cleanup import CleanupOps
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import AsyncSpillWriter, SpillWriter, copy_fd, copy_file
-from spillstore._twins import in_thread
+from spillstore._twins import in_thread, method_twin
 
 __all__ = ["Store"]
 
@@ -239,7 +240,7 @@ class Store(CleanupOps):
                 os.unlink(source)
         return meta
 
-    aadopt = in_thread(adopt)
+    aadopt = method_twin(adopt)
 
     # ----------------------------------------------------------------- reading
 
@@ -253,7 +254,7 @@ class Store(CleanupOps):
         """
         return self._stat(validate_spill_id(spill_id))
 
-    astat = in_thread(stat)
+    astat = method_twin(stat)
 
     def list(self, session: str | None = None) -> builtins.list[SpillMeta]:
         """Return the spills of ``session`` (or of every session), oldest first."""
@@ -261,7 +262,7 @@ class Store(CleanupOps):
             validate_session(session)
         return sorted(self._list(session), key=lambda m: (m.created_at, m.spill_id))
 
-    alist = in_thread(list)
+    alist = method_twin(list)
 
     def read_bytes(self, spill_id: str, start: int, end: int) -> bytes:
         """Return the original bytes ``[start, end)`` of a spill (``end`` clamped).
@@ -283,7 +284,7 @@ class Store(CleanupOps):
         with self._open(meta) as reader:
             return reader.read(*paging.physical(meta.stored_ranges, start, end))
 
-    aread_bytes = in_thread(read_bytes)
+    aread_bytes = method_twin(read_bytes)
 
     def read_lines(
         self, spill_id: str, first_line: int, count: int, *, max_bytes: int | None = None
@@ -322,7 +323,7 @@ class Store(CleanupOps):
                 max_bytes=max_bytes,
             )
 
-    aread_lines = in_thread(read_lines)
+    aread_lines = method_twin(read_lines)
 
     def line_of_offset(self, spill_id: str, offset: int) -> int:
         """Return the 1-based line that holds original byte ``offset``.
@@ -350,7 +351,7 @@ class Store(CleanupOps):
 
         return paging.line_of_offset(meta, self._index_for(meta), offset, count_newlines)
 
-    aline_of_offset = in_thread(line_of_offset)
+    aline_of_offset = method_twin(line_of_offset)
 
     def line_index(self, spill_id: str) -> LineIndex:
         """Return a spill's line index (for Grep: line numbers of segment starts)."""
@@ -404,7 +405,7 @@ class Store(CleanupOps):
             return spill_id
         return validate_spill_id(text)
 
-    aresolve = in_thread(resolve)
+    aresolve = method_twin(resolve)
 
     def is_spill_path(self, path: str | os.PathLike[str]) -> bool:
         """Return whether ``path`` (symlinks resolved) is a spill data file of this store."""
@@ -417,4 +418,4 @@ class Store(CleanupOps):
             return False
         return True
 
-    ais_spill_path = in_thread(is_spill_path)
+    ais_spill_path = method_twin(is_spill_path)

@@ -25,7 +25,7 @@ from spillstore._core.ids import validate_session, validate_spill_id
 from spillstore._errors import SpillstoreError
 from spillstore._stores.backend import Backend
 from spillstore._stores.meta import SpillMeta
-from spillstore._twins import in_thread
+from spillstore._twins import method_twin
 
 __all__ = ["CleanupOps"]
 
@@ -52,7 +52,7 @@ class CleanupOps(Backend):
             logger.info("deleted spill %s", spill_id)
         return removed
 
-    adelete = in_thread(delete)
+    adelete = method_twin(delete)
 
     def clean(self, session: str, *, grace: float = DEFAULT_GRACE_SECONDS) -> GcReport:
         """Remove every spill of ``session`` (whatever its age).
@@ -77,7 +77,7 @@ class CleanupOps(Backend):
         )
         return report
 
-    aclean = in_thread(clean)
+    aclean = method_twin(clean)
 
     def gc(
         self,
@@ -147,7 +147,7 @@ class CleanupOps(Backend):
         )
         return report
 
-    agc = in_thread(gc)
+    agc = method_twin(gc)
 
 
 def _entry(meta: SpillMeta, reason: GcReason) -> GcEntry:

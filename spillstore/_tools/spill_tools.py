@@ -69,7 +69,7 @@ from spillstore._tools.text import (
     quote,
     result,
 )
-from spillstore._twins import in_thread
+from spillstore._twins import method_twin
 
 __all__ = [
     "DEFAULT_MAX_COLUMN_BYTES",
@@ -241,7 +241,7 @@ class SpillTools:
             return self._error(f"the arguments of {name} must be a JSON object")
         return self._invoke(spec.args, name, dict(raw))
 
-    acall = in_thread(call)
+    acall = method_twin(call)
 
     def _invoke(self, model: type[ToolArgs], name: str, raw: dict[str, Any]) -> ToolResult:
         """Validate ``raw`` against ``model`` and run the tool (bad arguments: an error result)."""
@@ -310,7 +310,7 @@ class SpillTools:
         """
         return self._invoke(ReadArgs, self.names.read, _arguments(ReadArgs, locals()))
 
-    aread = in_thread(read)
+    aread = method_twin(read)
 
     def grep(
         self,
@@ -341,7 +341,7 @@ class SpillTools:
         """
         return self._invoke(GrepArgs, self.names.grep, _arguments(GrepArgs, locals()))
 
-    agrep = in_thread(grep)
+    agrep = method_twin(grep)
 
     def list(
         self, session: str | None = None, *, offset: int = 0, limit: int = DEFAULT_LIST_LIMIT
@@ -355,7 +355,7 @@ class SpillTools:
         """
         return self._invoke(ListArgs, self.names.list, _arguments(ListArgs, locals()))
 
-    alist = in_thread(list)
+    alist = method_twin(list)
 
     # ----------------------------------------------------------------- resolving
 
