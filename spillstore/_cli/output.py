@@ -159,25 +159,26 @@ def table(
 ) -> str:
     """Columns of plain text, two spaces apart, the ``right`` ones right-aligned.
 
-    Rendered by rich's :class:`~rich.table.Table` with no borders, no colour and no width
-    limit (a line is as long as its cells need), each line stripped on the right.
+    Widths are terminal cells as rich measures them (``rich.cells.cell_len``: a wide
+    character takes two), and each line is stripped on the right. rich's ``Table`` draws
+    the same columns but spends about 0.55 ms a row (benchmarks/RESULTS.md, "Layout"),
+    which made ``ls`` of 3,000 spills 5x slower; this costs microseconds a row.
     """
-    import io  # noqa: PLC0415
+    from rich.cells import cell_len  # noqa: PLC0415 - only the commands that print tables
 
-    from rich.console import Console  # noqa: PLC0415 - only the commands that print tables
-    from rich.table import Table  # noqa: PLC0415
-    from rich.text import Text  # noqa: PLC0415
-
-    rows = [list(row) for row in rows]
-    grid = Table(box=None, padding=(0, 1), pad_edge=False, show_header=header is not None)
-    for index, title in enumerate(header if header is not None else [""] * len(rows[0])):
-        grid.add_column(Text(title), justify="right" if index in right else "left", no_wrap=True)
-    for row in rows:
-        grid.add_row(*(Text(cell) for cell in row))
-    sink = io.StringIO()
-    console = Console(file=sink, width=1_000_000, color_system=None, highlight=False, emoji=False)
-    console.print(grid)
-    return "".join(line.rstrip() + "\n" for line in sink.getvalue().splitlines())
+    lines = ([list(header)] if header is not None else []) + [list(row) for row in rows]
+    if not lines:
+        return ""
+    sizes = [[cell_len(cell) for cell in line] for line in lines]
+    widths: list[int] = [max(column) for column in zip(*sizes, strict=True)]
+    out = []
+    for line, line_sizes in zip(lines, sizes, strict=True):
+        cells = []
+        for index, (cell, size) in enumerate(zip(line, line_sizes, strict=True)):
+            fill = " " * (widths[index] - size)
+            cells.append(fill + cell if index in right else cell + fill)
+        out.append("  ".join(cells).rstrip() + "\n")
+    return "".join(out)
 
 
 def tool_text(result: ToolResult) -> str:
