@@ -1,7 +1,7 @@
 """The ``spillstore`` command line (the console script ``spillstore._cli:main``).
 
 ``main`` imports :mod:`spillstore._cli.app` only when it runs, so importing this package
-(as ``python -m spillstore._cli.app`` does first) costs nothing.
+costs nothing. ``python -m spillstore._cli`` runs the same ``main``.
 """
 
 from __future__ import annotations

@@ -78,8 +78,8 @@ __all__ = ["COMMANDS", "app", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("spillstore._cli.run", "Run a command; print what the model would see."),
-    "read": ("spillstore._cli.spills", "Show a page of a spill."),
-    "grep": ("spillstore._cli.spills", "Search one spill or the whole session."),
+    "read": ("spillstore._cli.recover", "Show a page of a spill."),
+    "grep": ("spillstore._cli.recover", "Search one spill or the whole session."),
     "ls": ("spillstore._cli.spills", "List the spills of the session."),
     "show": ("spillstore._cli.spills", "Show a spill's metadata."),
     "rm": ("spillstore._cli.spills", "Delete spills."),
@@ -107,7 +107,7 @@ class _Deferred(typer.core.TyperCommand):
         try:
             module = importlib.import_module(self.module)
         except ImportError as exc:  # an optional dependency (the MCP SDK) is missing
-            fail(f"spillstore {self.name}: {exc}")
+            fail(f"{self.name}: {exc}")
         group = typer.main.get_group(module.app)
         return group.commands.get(str(self.name), group)
 
@@ -158,7 +158,3 @@ def _root(
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line and exit with its status; errors are one line on stderr."""
     run_app(app, argv, "spillstore")
-
-
-if __name__ == "__main__":
-    main()

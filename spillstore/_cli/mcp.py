@@ -114,6 +114,8 @@ def proxy_command(
 ) -> None:
     """Run an MCP server behind the cap: proxy [OPTIONS] -- CMD [ARGS...]."""
     command = list(upstream or [])
+    if command[:1] and command[0].startswith("-"):  # an unknown option, not a program
+        fail(f"no such option: {command[0]} (the upstream command goes after --)", EXIT_USAGE)
     if bool(command) == bool(url):
         fail("give the upstream server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
     given = global_options(ctx)

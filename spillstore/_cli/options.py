@@ -183,7 +183,7 @@ def settings(ctx: typer.Context, **overrides: object) -> Settings:
 
     A bad ``--dir`` or ``--session`` is reported under the option's name.
     """
-    from spillstore._settings import Settings  # noqa: PLC0415 - start-up stays cheap
+    from spillstore._settings import Settings, field_label  # noqa: PLC0415 - cheap start-up
 
     given = global_options(ctx)
     flags = {"dir": given.dir, "session": given.session}
@@ -193,7 +193,7 @@ def settings(ctx: typer.Context, **overrides: object) -> Settings:
         return Settings(**values)
     except ConfigError as exc:
         flag = flags.get(exc.field or "")
-        label = f"{exc.field} (env {exc.env_var}): "
+        label = f"{field_label(exc.field or '')}: "
         if flag is not None and str(exc).startswith(label):  # say which option was wrong
             raise CliError(f"--{exc.field}: {str(exc)[len(label) :]}", EXIT_USAGE) from exc
         raise
@@ -230,5 +230,7 @@ def duration_option(name: str, value: str, *, allow_zero: bool = False) -> float
 
 def env_sets(field: str) -> bool:
     """Whether ``SPILLSTORE_<FIELD>`` is set (pydantic-settings ignores case)."""
-    wanted = f"SPILLSTORE_{field}".upper()
+    from spillstore._settings import env_var_name  # noqa: PLC0415 - start-up stays cheap
+
+    wanted = env_var_name(field).upper()
     return any(key.upper() == wanted for key in os.environ)

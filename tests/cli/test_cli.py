@@ -1,6 +1,6 @@
 """The ``spillstore`` command line, driven as a subprocess (issue 6).
 
-Every test runs ``python -m spillstore._cli.app`` with ``SPILLSTORE_DIR`` pointing at a
+Every test runs ``python -m spillstore._cli`` with ``SPILLSTORE_DIR`` pointing at a
 fresh store, stdin from /dev/null (not a terminal) and no other ``SPILLSTORE_*``
 variable, so nothing depends on the user's cache dir or environment.
 """
@@ -100,7 +100,7 @@ def cli(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``spillstore ARGS`` against ``store`` and capture its output."""
     return subprocess.run(
-        [sys.executable, "-m", "spillstore._cli.app", *args],
+        [sys.executable, "-m", "spillstore._cli", *args],
         stdout=subprocess.PIPE,
         stderr=stderr,
         stdin=stdin,
@@ -242,7 +242,7 @@ def test_run_read_round_trip_is_byte_exact(log_spill: tuple[Path, str, str]) -> 
 def test_run_streams_200_mib_with_flat_memory(store_dir: Path, tmp_path: Path) -> None:
     """200 MiB through ``spillstore run`` keeps peak RSS far below the output size."""
     out = tmp_path / "pointer.txt"
-    command = [sys.executable, "-m", "spillstore._cli.app", "run", "--", sys.executable, "-c"]
+    command = [sys.executable, "-m", "spillstore._cli", "run", "--", sys.executable, "-c"]
     wrapper = subprocess.run(
         [sys.executable, "-c", RSS_WRAPPER, str(out), *command, EMIT_200_MIB],
         capture_output=True,

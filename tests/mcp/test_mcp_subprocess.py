@@ -124,7 +124,7 @@ async def test_serve_command_line_reads_the_spills_of_a_session(tmp_path: Path, 
     spills = str(tmp_path / "spills")
     args = {
         "module": ["-m", "spillstore.mcp", "serve", "--dir", spills, "--session", "work"],
-        "cli": ["-m", "spillstore._cli.app", "--session", "work", "mcp", "serve", "--dir", spills],
+        "cli": ["-m", "spillstore._cli", "--session", "work", "mcp", "serve", "--dir", spills],
     }[entry]
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
     async with Client(params) as client:
