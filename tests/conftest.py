@@ -83,11 +83,15 @@ def clock() -> FakeClock:
 def make_any_store(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
 ) -> StoreFactory:
-    """A factory for each backend in turn; keyword arguments go to the store."""
+    """A factory for each backend in turn; keyword arguments go to the store.
 
-    def factory(**kwargs: object) -> Store:
+    Stores made by one test share their place (root directory, S3 prefix) unless
+    ``under`` names another directory, whose name must be unique in the run.
+    """
+
+    def factory(*, under: Path | None = None, **kwargs: object) -> Store:
         kwargs.setdefault("clock", clock)
-        return BACKENDS[request.param](tmp_path, **kwargs)
+        return BACKENDS[request.param](under or tmp_path, **kwargs)
 
     return factory
 

@@ -11,6 +11,8 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
+from spillstore._core.checks import check_int
+
 __all__ = ["BoundedCache"]
 
 _K = TypeVar("_K", bound=Hashable)
@@ -25,9 +27,7 @@ class BoundedCache(Generic[_K, _V]):
     """
 
     def __init__(self, max_entries: int) -> None:
-        if max_entries < 1:
-            raise ValueError("a BoundedCache holds at least one entry")
-        self._max = max_entries
+        self._max = check_int("max_entries", max_entries, minimum=1)
         self._items: OrderedDict[_K, _V] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -51,15 +51,3 @@ class BoundedCache(Generic[_K, _V]):
         """Remove ``key``; return its value, or ``None`` if it was not cached."""
         with self._lock:
             return self._items.pop(key, None)
-
-    def clear(self) -> None:
-        """Forget everything."""
-        with self._lock:
-            self._items.clear()
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)

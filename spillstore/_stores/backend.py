@@ -25,7 +25,7 @@ import mmap
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Final, TypedDict
+from typing import Final
 
 from spillstore._core.cache import BoundedCache
 from spillstore._core.gc_plan import GcEntry
@@ -48,7 +48,6 @@ __all__ = [
     "DataReader",
     "MappedReader",
     "Retention",
-    "StoreOptions",
     "UseStoreDefault",
 ]
 
@@ -123,14 +122,6 @@ USE_STORE_DEFAULT: Final = UseStoreDefault.default
 """Pass (or leave) this to use the store's configured retention."""
 
 Retention = int | None | UseStoreDefault
-
-
-class StoreOptions(TypedDict, total=False):
-    """The keywords every store's constructor takes (see :class:`Backend`)."""
-
-    clock: Callable[[], float]
-    retention_bytes: int | None
-    retained_tail_bytes: int
 
 
 class Backend(abc.ABC):
@@ -278,8 +269,9 @@ class Backend(abc.ABC):
         cached = self._indexes.get((meta.spill_id, meta.sha256, meta.created_at))
         if cached is not None:
             return cached
+        raw = self._read_index(meta)
         try:
-            index = LineIndex.from_bytes(self._read_index(meta), meta.stored_ranges)
+            index = LineIndex.from_bytes(raw, meta.stored_ranges)
         except ValueError as exc:
             raise StoreError(f"the line index of spill {meta.spill_id} is corrupt") from exc
         if not index.describes(meta.total_bytes, meta.total_lines):

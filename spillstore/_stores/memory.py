@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import builtins
 import threading
-from typing import Unpack
+import time
+from collections.abc import Callable
 
 from spillstore._core.cache import BoundedCache
+from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES, DEFAULT_RETENTION_BYTES
 from spillstore._errors import StoreError
-from spillstore._stores.backend import BytesReader, DataReader, StoreOptions
+from spillstore._stores.backend import BytesReader, DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, not_found_error
 from spillstore._stores.meta import SpillMeta
@@ -53,8 +55,16 @@ class MemoryStore(Store):
         retained_tail_bytes: default tail kept past the cap.
     """
 
-    def __init__(self, **options: Unpack[StoreOptions]) -> None:
-        super().__init__(**options)
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        retention_bytes: int | None = DEFAULT_RETENTION_BYTES,
+        retained_tail_bytes: int = DEFAULT_RETAINED_TAIL_BYTES,
+    ) -> None:
+        super().__init__(
+            clock=clock, retention_bytes=retention_bytes, retained_tail_bytes=retained_tail_bytes
+        )
         self._lock = threading.Lock()
         self._spills: dict[str, tuple[SpillMeta, bytes, bytes]] = {}
         self._tombstones: BoundedCache[str, tuple[str, float]] = BoundedCache(TOMBSTONES_KEPT)

@@ -550,9 +550,12 @@ async def _agen(parts: list[bytes | str]) -> AsyncIterator[bytes | str]:
 
 
 @pytest.mark.anyio
-async def test_async_twins_match_sync(make_any_store: StoreFactory, clock: FakeClock) -> None:
-    """Every async twin returns what its sync method returns."""
-    sync_store, async_store = make_any_store(), make_any_store()
+async def test_async_twins_match_sync(
+    make_any_store: StoreFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    """Every async twin returns what its sync method returns (two stores, two places)."""
+    sync_store = make_any_store()
+    async_store = make_any_store(under=tmp_path / f"{tmp_path.name}-async")
     data = _log(5000)
     kw = {**KW, "retention_bytes": 50_000, "retained_tail_bytes": 10_000}
     s_meta = sync_store.put(data, **kw)
