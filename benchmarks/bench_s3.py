@@ -114,7 +114,7 @@ def bench_put(
     def floor() -> None:
         raw = text.encode()
         obstore.put(
-            s3._object_store,
+            s3._bucket.objects,
             "floor",
             raw,
             use_multipart=True,
@@ -129,7 +129,7 @@ def bench_put(
         samples["s3 floor"].append(_timed(floor))
         local.clean("bench", grace=0)
         s3.clean("bench", grace=0)
-    obstore.delete(s3._object_store, "floor")
+    obstore.delete(s3._bucket.objects, "floor")
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -203,7 +203,7 @@ def bench_page(
     assert page.last_line == first + PAGE_LINES - 1
     data_key = next(
         o["path"]
-        for o in obstore.list(s3._object_store, "bench/data").collect()
+        for o in obstore.list(s3._bucket.objects, "bench/data").collect()
         if o["path"].endswith(".out")
     )
 
@@ -211,7 +211,7 @@ def bench_page(
         return _s3(args, prefix).read_lines(meta.spill_id, first, PAGE_LINES)
 
     def whole() -> object:
-        return obstore.get(s3._object_store, data_key).bytes()
+        return obstore.get(s3._bucket.objects, data_key).bytes()
 
     fns: dict[str, Callable[[], object]] = {
         "local": lambda: local.read_lines(local_meta.spill_id, first, PAGE_LINES),
@@ -227,7 +227,7 @@ def bench_page(
     middle = meta.stored_bytes // 2
     times["one 1 KiB GET"] = statistics.median(
         _timed(
-            lambda: obstore.get_range(s3._object_store, data_key, start=middle, end=middle + 1024)
+            lambda: obstore.get_range(s3._bucket.objects, data_key, start=middle, end=middle + 1024)
         )
         for _ in range(reads)
     )
@@ -267,7 +267,7 @@ def bench_concurrency(args: argparse.Namespace, tasks: int, rounds: int) -> dict
     meta = s3.put(_log(1 << 20), tool_call_id="conc", **KW)
     key = next(
         o["path"]
-        for o in obstore.list(s3._object_store, "bench/data").collect()
+        for o in obstore.list(s3._bucket.objects, "bench/data").collect()
         if o["path"].endswith(".out")
     )
 
@@ -278,7 +278,7 @@ def bench_concurrency(args: argparse.Namespace, tasks: int, rounds: int) -> dict
 
     async def hops() -> None:
         def one(n: int) -> None:
-            obstore.get_range(s3._object_store, key, start=n * 1024, end=n * 1024 + 1024)
+            obstore.get_range(s3._bucket.objects, key, start=n * 1024, end=n * 1024 + 1024)
 
         async with anyio.create_task_group() as group:
             for n in range(tasks):
@@ -287,7 +287,7 @@ def bench_concurrency(args: argparse.Namespace, tasks: int, rounds: int) -> dict
     async def native() -> None:
         async def one(n: int) -> None:
             await obstore.get_range_async(
-                s3._object_store, key, start=n * 1024, end=n * 1024 + 1024
+                s3._bucket.objects, key, start=n * 1024, end=n * 1024 + 1024
             )
 
         async with anyio.create_task_group() as group:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from typing import TypeGuard
 
 from spillstore._errors import ConfigError, InvalidSpillId
 
@@ -37,7 +38,7 @@ _STEM_DROP = re.compile(r"[^a-z0-9_]+")
 _STEM_RUNS = re.compile(r"_{2,}")
 
 
-def is_spill_id(value: object) -> bool:
+def is_spill_id(value: object) -> TypeGuard[str]:
     """Return whether ``value`` is a string spillstore could have issued as a spill id."""
     return isinstance(value, str) and _SPILL_ID_RE.fullmatch(value) is not None
 
@@ -50,7 +51,6 @@ def validate_spill_id(value: object) -> str:
             (so it can never carry ``/``, ``..``, NUL or anything else into a path).
     """
     if is_spill_id(value):
-        assert isinstance(value, str)
         return value
     shown = repr(value)[:80]
     raise InvalidSpillId(
@@ -60,7 +60,7 @@ def validate_spill_id(value: object) -> str:
     )
 
 
-def is_session(value: object) -> bool:
+def is_session(value: object) -> TypeGuard[str]:
     """Return whether ``value`` is an acceptable session name (see :func:`validate_session`)."""
     return isinstance(value, str) and bool(_SESSION_RE.fullmatch(value)) and ".." not in value
 
@@ -75,7 +75,6 @@ def validate_session(value: object) -> str:
         ConfigError: it is not.
     """
     if is_session(value):
-        assert isinstance(value, str)
         return value
     raise ConfigError(
         f"invalid session name {repr(value)[:80]}: use 1-64 characters of "

@@ -47,7 +47,6 @@ from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
 from spillstore._stores.local_files import (
-    MAX_INDEX_BYTES,
     READ_FLAGS,
     TEMP_RE,
     LocalReader,
@@ -59,7 +58,7 @@ from spillstore._stores.local_files import (
     write_all,
 )
 from spillstore._stores.local_sink import LocalSink
-from spillstore._stores.meta import SpillMeta, tombstone_record
+from spillstore._stores.meta import MAX_INDEX_BYTES, SpillMeta, tombstone_record
 from spillstore._stores.writer import Sink
 
 __all__ = ["ENV_DIR", "TOMBSTONE_TTL_SECONDS", "LocalStore"]

@@ -28,7 +28,12 @@ from spillstore._core.ids import is_session, validate_session
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.backend import MappedReader
 from spillstore._stores.errors import expired_error, map_os_errors
-from spillstore._stores.meta import TOMBSTONE_MAX_BYTES, SpillMeta, parse_tombstone
+from spillstore._stores.meta import (
+    MAX_SIDECAR_BYTES,
+    TOMBSTONE_MAX_BYTES,
+    SpillMeta,
+    parse_tombstone,
+)
 
 __all__ = [
     "CREATE_FLAGS",
@@ -52,8 +57,6 @@ CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.
 TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json)")
 """The name of a file being written (data, index or sidecar)."""
 
-MAX_SIDECAR_BYTES: Final = 16 << 20
-MAX_INDEX_BYTES: Final = 1 << 30
 SESSION_CACHE_SIZE: Final = 65536
 """Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions)."""
 

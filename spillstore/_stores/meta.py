@@ -16,6 +16,8 @@ from spillstore._core.ids import validate_session, validate_spill_id
 from spillstore._core.ranges import gaps
 
 __all__ = [
+    "MAX_INDEX_BYTES",
+    "MAX_SIDECAR_BYTES",
     "META_FORMAT_VERSION",
     "TOMBSTONE_MAX_BYTES",
     "ByteRange",
@@ -28,6 +30,12 @@ META_FORMAT_VERSION = 1
 
 TOMBSTONE_MAX_BYTES = 4096
 """A tombstone larger than this is not one of ours (it is not read)."""
+
+MAX_SIDECAR_BYTES = 16 << 20
+"""A sidecar larger than this is not one of ours (it is not read)."""
+
+MAX_INDEX_BYTES = 1 << 30
+"""A line index larger than this is not one of ours (it is not read)."""
 
 
 ByteRange = tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]]

@@ -32,7 +32,12 @@ from spillstore._core.cache import BoundedCache
 from spillstore._core.ids import is_session, validate_session
 from spillstore._errors import ConfigError, SpillstoreError, StoreError
 from spillstore._stores.errors import expired_error
-from spillstore._stores.meta import TOMBSTONE_MAX_BYTES, SpillMeta, parse_tombstone
+from spillstore._stores.meta import (
+    MAX_SIDECAR_BYTES,
+    TOMBSTONE_MAX_BYTES,
+    SpillMeta,
+    parse_tombstone,
+)
 
 __all__ = [
     "FETCH_CONCURRENCY",
@@ -60,7 +65,6 @@ FETCH_CONCURRENCY: Final = 8
 IDS: Final = "_ids"
 """The key prefix of the session pointers (``_ids/<spill_id>`` holds the session)."""
 
-MAX_SIDECAR_BYTES: Final = 16 << 20
 CACHE_SIZE: Final = 65536
 """Spills whose session and data token are remembered."""
 

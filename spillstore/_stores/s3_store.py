@@ -30,7 +30,7 @@ from spillstore._errors import ConfigError, StoreError
 from spillstore._stores.backend import BytesReader, DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, not_found_error
-from spillstore._stores.meta import SpillMeta, tombstone_record
+from spillstore._stores.meta import MAX_INDEX_BYTES, SpillMeta, tombstone_record
 from spillstore._stores.s3_bucket import (
     IDS,
     Bucket,
@@ -74,7 +74,6 @@ CLEANER_LEASE_SECONDS: Final = 600.0
 """A cleaner's lock lapses this long after it was taken (a crashed cleaner's lock is
 then taken over); cleaners wait, polling, while another holds a live lease."""
 
-MAX_INDEX_BYTES: Final = 1 << 30
 MIN_PART_BYTES: Final = 5 << 20
 MAX_PART_BYTES: Final = 5 << 30
 LOCK: Final = "_cleaner.lock"
@@ -137,7 +136,7 @@ class S3Store(Store):
         check_int("part_bytes", part_bytes, minimum=MIN_PART_BYTES, maximum=MAX_PART_BYTES)
         check_int("upload_concurrency", upload_concurrency, minimum=1, maximum=64)
         self._bucket_name = bucket
-        self._prefix = validate_prefix(prefix)
+        prefix = validate_prefix(prefix)
         options: dict[str, Any] = dict(client_options or {})
         if endpoint is not None and endpoint.startswith("http://"):
             options.setdefault("allow_http", True)
@@ -147,9 +146,9 @@ class S3Store(Store):
         if region is not None:
             settings["region"] = region
         try:
-            self._object_store = ObjectStore(
+            objects = ObjectStore(
                 bucket,
-                prefix=self._prefix or None,
+                prefix=prefix or None,
                 config=settings or None,  # type: ignore[arg-type]
                 client_options=options or None,  # type: ignore[arg-type]
                 retry_config=retry_config,
@@ -157,7 +156,7 @@ class S3Store(Store):
             )
         except (BaseError, ValueError, TypeError) as exc:
             raise ConfigError(f"invalid S3 configuration: {describe(exc)}") from exc
-        self._bucket = Bucket(self._object_store, self._prefix)
+        self._bucket = Bucket(objects, prefix)
         self._tombstone_ttl = tombstone_ttl
         self._part_bytes = part_bytes
         self._upload_concurrency = upload_concurrency
@@ -170,10 +169,10 @@ class S3Store(Store):
     @property
     def prefix(self) -> str:
         """The key prefix (no leading or trailing ``/``; empty for the bucket root)."""
-        return self._prefix
+        return self._bucket.prefix
 
     def __repr__(self) -> str:
-        return f"S3Store(bucket={self._bucket_name!r}, prefix={self._prefix!r})"
+        return f"S3Store(bucket={self._bucket_name!r}, prefix={self._bucket.prefix!r})"
 
     # ----------------------------------------------------------------- primitives
 
@@ -248,7 +247,7 @@ class S3Store(Store):
         try:
             with s3_errors(f"cannot write the tombstone of spill {spill_id}"):
                 obstore.put(
-                    self._object_store,
+                    self._bucket.objects,
                     self._bucket.key(session, f"{spill_id}.gone"),
                     tombstone_record(reason, now),
                 )
@@ -256,11 +255,11 @@ class S3Store(Store):
             logger.warning("no tombstone for spill %s: %s", spill_id, exc)
         token = loaded[1]
         with s3_errors(f"cannot remove spill {spill_id}"):
-            obstore.delete(self._object_store, self._bucket.key(session, f"{spill_id}.json"))
+            obstore.delete(self._bucket.objects, self._bucket.key(session, f"{spill_id}.json"))
         try:
             with s3_errors(f"cannot remove the data of spill {spill_id}"):
                 obstore.delete(
-                    self._object_store,
+                    self._bucket.objects,
                     [
                         self._bucket.key(session, "data", f"{token}.out"),
                         self._bucket.key(session, "data", f"{token}.idx"),
@@ -291,12 +290,12 @@ class S3Store(Store):
             ).encode()
             with s3_errors("cannot take the cleaner lock"):
                 try:
-                    obstore.put(self._object_store, key, body, mode="create")
+                    obstore.put(self._bucket.objects, key, body, mode="create")
                     return
                 except AlreadyExistsError:
                     pass
                 try:
-                    held = obstore.get(self._object_store, key)
+                    held = obstore.get(self._bucket.objects, key)
                     e_tag = held.meta["e_tag"]
                     expires_at = float(json.loads(bytes(held.bytes()))["expires_at"])
                 except FileNotFoundError:
@@ -305,7 +304,7 @@ class S3Store(Store):
                     expires_at = float("-inf")  # unreadable: treat as lapsed
                 if expires_at < self._clock() and e_tag is not None:
                     try:  # take over a lapsed lease, atomically (If-Match)
-                        obstore.put(self._object_store, key, body, mode={"e_tag": e_tag})
+                        obstore.put(self._bucket.objects, key, body, mode={"e_tag": e_tag})
                         logger.warning("took over a lapsed cleaner lock")
                         return
                     except (PreconditionError, FileNotFoundError):
@@ -317,9 +316,9 @@ class S3Store(Store):
         key = self._bucket.key(LOCK)
         try:
             with s3_errors("cannot release the cleaner lock"):
-                held = json.loads(bytes(obstore.get(self._object_store, key).bytes()))
+                held = json.loads(bytes(obstore.get(self._bucket.objects, key).bytes()))
                 if held.get("owner") == owner:
-                    obstore.delete(self._object_store, key)
+                    obstore.delete(self._bucket.objects, key)
         except (StoreError, FileNotFoundError, ValueError, AttributeError) as exc:
             logger.warning("cleaner lock not released (it lapses by itself): %s", exc)
 

@@ -47,7 +47,7 @@ def _log(lines: int, width: int = 30) -> bytes:
 
 def _keys(store: S3Store, under: str = "") -> list[str]:
     """Every object key below the store's prefix (relative), sorted."""
-    listing = obstore.list(store._object_store, under or None).collect()
+    listing = obstore.list(store._bucket.objects, under or None).collect()
     return sorted(obj["path"] for obj in listing)
 
 
@@ -180,10 +180,10 @@ def test_a_different_spill_is_never_written_over_an_id(s3_store: S3Store) -> Non
     forged = planned.model_copy(update={"sha256": "0" * 64})
     key = f"s1/{planned.spill_id}.json"
     body = Sidecar(data="f" * 32, meta=forged).model_dump_json().encode()
-    obstore.put(s3_store._object_store, key, body)
+    obstore.put(s3_store._bucket.objects, key, body)
     with pytest.raises(StoreError, match="taken by other content"):
         s3_store.put(b"mine\n", **KW)
-    assert bytes(obstore.get(s3_store._object_store, key).bytes()) == body
+    assert bytes(obstore.get(s3_store._bucket.objects, key).bytes()) == body
     assert [k for k in _keys(s3_store) if "/data/" in k] == []
 
 
@@ -274,7 +274,7 @@ def test_a_spill_written_by_one_worker_is_read_and_expired_on_another(
 def test_unknown_id_is_not_found_not_expired(s3_store: S3Store) -> None:
     """An id that never existed is SpillNotFound, even when a dead writer left its id entry."""
     dead = "bash-" + "a" * 20
-    obstore.put(s3_store._object_store, f"_ids/{dead}", b"s1")
+    obstore.put(s3_store._bucket.objects, f"_ids/{dead}", b"s1")
     for spill_id in [dead, "bash-" + "b" * 20]:
         with pytest.raises(SpillNotFound) as caught:
             s3_store.stat(spill_id)
@@ -286,7 +286,7 @@ def test_unknown_id_is_not_found_not_expired(s3_store: S3Store) -> None:
 
 def _orphan(store: S3Store, session: str = "s1") -> str:
     key = f"{session}/data/{'e' * 32}.out"
-    obstore.put(store._object_store, key, b"left by a writer that died")
+    obstore.put(store._bucket.objects, key, b"left by a writer that died")
     return key
 
 
@@ -354,7 +354,7 @@ def test_one_cleaner_at_a_time_and_lapsed_leases_are_taken_over(
     store = make_s3(clock=clock)
     store.put(b"x\n", **KW)
     lease = b'{"owner": "another worker", "expires_at": %f}' % (clock.now + 100)
-    obstore.put(store._object_store, "_cleaner.lock", lease)
+    obstore.put(store._bucket.objects, "_cleaner.lock", lease)
     done = threading.Event()
 
     def cleaner() -> None:

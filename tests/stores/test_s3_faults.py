@@ -34,7 +34,7 @@ NO_RETRIES = {"max_retries": 0}
 
 
 def _keys(store: S3Store) -> list[str]:
-    return sorted(obj["path"] for obj in obstore.list(store._object_store).collect())
+    return sorted(obj["path"] for obj in obstore.list(store._bucket.objects).collect())
 
 
 def _attempt(

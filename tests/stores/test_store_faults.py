@@ -25,7 +25,9 @@ KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
 SMALL = b"".join(b"small line %d\n" % n for n in range(200))
 LARGE = b"".join(b"large line %07d\n" % n for n in range(200_000))  # 3.6 MB: threaded path
 LOCAL_MODULES = (local_module, local_files_module, local_sink_module)
-"""The modules of the local store: every system call it makes goes through their ``os``."""
+"""The local store's own modules: the system calls of writing, publishing, reading and
+removing a spill go through their ``os`` (reading an adopted file goes through
+``_stores.writer.copy_fd``, and is not faulted here)."""
 
 
 def _use_os(monkeypatch: pytest.MonkeyPatch, fake: object) -> None:
