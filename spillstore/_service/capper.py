@@ -18,7 +18,8 @@ from typing import Any, Final, cast
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._errors import ConfigError
-from spillstore._service.flow import Flow, Request, adrive, call, drive
+from spillstore._service.decide import result_flow
+from spillstore._service.flow import Flow, adrive, drive
 from spillstore._service.service import TruncationService
 from spillstore._settings import MIN_BUDGET_BYTES, POINTER_RESERVE_BYTES, Settings, parse_size
 
@@ -111,29 +112,14 @@ class Capper:
             self._service = service
             return service
 
-    def cap(self, result: ToolResult | str, *, tool_name: str, tool_call_id: str) -> ToolResult:
-        """Pass ``result`` through the service (the same object when it fits or is exempt)."""
-        if self.exempt:
-            return result if isinstance(result, ToolResult) else _as_result(result)
-        return self.service.truncate_for_model(
-            result, tool_name=tool_name, tool_call_id=tool_call_id
-        )
-
-    async def acap(
+    def cap_flow(
         self, result: ToolResult | str, *, tool_name: str, tool_call_id: str
-    ) -> ToolResult:
-        """Async twin of :meth:`cap`."""
+    ) -> Flow[ToolResult]:
+        """Cap ``result`` inside a flow: the service's own decision flow, run by the
+        caller's driver (the same object comes back when it fits or is exempt)."""
         if self.exempt:
             return result if isinstance(result, ToolResult) else _as_result(result)
-        return await self.service.atruncate_for_model(
-            result, tool_name=tool_name, tool_call_id=tool_call_id
-        )
-
-    def capping(
-        self, result: ToolResult, *, tool_name: str, tool_call_id: str
-    ) -> Request[ToolResult]:
-        """The request a flow yields to have ``result`` capped (by :meth:`cap` or :meth:`acap`)."""
-        return call(self.cap, self.acap, result, tool_name=tool_name, tool_call_id=tool_call_id)
+        return (yield from result_flow(self.service, result, tool_name, tool_call_id))
 
     def value_flow(self, value: Any, *, tool_name: str, tool_call_id: str) -> Flow[Any]:
         """Cap a tool's return value and give it back in its own shape (see :func:`to_result`)."""
@@ -141,7 +127,7 @@ class Capper:
         if shaped is None:
             return value
         result, rebuild = shaped
-        capped = yield self.capping(result, tool_name=tool_name, tool_call_id=tool_call_id)
+        capped = yield from self.cap_flow(result, tool_name=tool_name, tool_call_id=tool_call_id)
         return value if capped is result else rebuild(capped)
 
     def text_flow(self, value: Any, text: str, *, tool_name: str, tool_call_id: str) -> Flow[Any]:
@@ -171,7 +157,7 @@ class Capper:
             when the items fit (use them as they are).
         """
         result, kept = _items_result(items, text_of)
-        capped = yield self.capping(result, tool_name=tool_name, tool_call_id=tool_call_id)
+        capped = yield from self.cap_flow(result, tool_name=tool_name, tool_call_id=tool_call_id)
         return None if capped is result else _items_back(capped, kept, make_text)
 
     def cap_value(self, value: Any, *, tool_name: str, tool_call_id: str) -> Any:
