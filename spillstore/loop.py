@@ -325,15 +325,15 @@ def _failure(exc: Exception) -> ToolResult:
     return _error_result(f"error: {type(exc).__name__}: {exc}")
 
 
-def _start(  # noqa: PLR0917 - the two twins pass their arguments straight on
+def _start(
     prompt: str | Sequence[Message],
     tools: Mapping[str, Callable[..., Any]] | None,
+    *,
     max_turns: int | _Unset | None,
     guard: TurnGuard | None,
     follow_ups: MutableSequence[str] | None,
     service: TruncationService | None,
     spill_tools: SpillTools | None,
-    /,
 ) -> _Run:
     messages: list[Message] = (
         [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
@@ -384,7 +384,15 @@ def run_loop(
     Raises:
         ConfigError: an invalid ``max_turns``, or both ``max_turns`` and ``guard``.
     """
-    run = _start(prompt, tools, max_turns, guard, follow_ups, service, spill_tools)
+    run = _start(
+        prompt,
+        tools,
+        max_turns=max_turns,
+        guard=guard,
+        follow_ups=follow_ups,
+        service=service,
+        spill_tools=spill_tools,
+    )
     while True:
         turn = model(list(run.messages))
         run.record(turn)
@@ -407,7 +415,15 @@ async def arun_loop(
     spill_tools: SpillTools | None = None,
 ) -> LoopResult:
     """Async twin of :func:`run_loop`: the model and the tools may be sync or async."""
-    run = _start(prompt, tools, max_turns, guard, follow_ups, service, spill_tools)
+    run = _start(
+        prompt,
+        tools,
+        max_turns=max_turns,
+        guard=guard,
+        follow_ups=follow_ups,
+        service=service,
+        spill_tools=spill_tools,
+    )
     while True:
         answer = model(list(run.messages))
         turn = await answer if inspect.isawaitable(answer) else answer

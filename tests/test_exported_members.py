@@ -130,10 +130,9 @@ def test_public_names_live_in_private_modules_or_package() -> None:
             assert value.__module__.startswith("spillstore."), name
 
 
-def test_all_is_derived_from_the_one_map() -> None:
-    """__all__ is the names of _EXPORTS, each listed once, each defined where the map says."""
+def test_every_name_of_the_map_is_defined_where_it_says() -> None:
+    """Each name of the one map (_EXPORTS, whence __all__) is defined where the map says."""
     homes = [(module, name) for module, names in spillstore._EXPORTS.items() for name in names]
-    assert [name for _, name in homes] == spillstore.__all__
     for module, name in homes:
         assert hasattr(importlib.import_module(module), name), (module, name)
 
