@@ -166,7 +166,7 @@ def main() -> None:
     for name, seconds in times.items():
         extra = "" if name == "python -c pass" else f"  (+{fmt(seconds - base)} over pass)"
         target = ""
-        if name.startswith("spillstore --help"):
+        if name == "spillstore --help":
             target = "  ok (<= 300 ms)" if seconds <= 0.300 else "  OVER 300 ms"
         print(f"  {name:<36} {fmt(seconds):>10}{extra}{target}")
 

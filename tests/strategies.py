@@ -62,13 +62,14 @@ parts: st.SearchStrategy[list[Part]] = st.lists(
 )
 """Content lists mixing text and media parts."""
 
-SPILL_PIECES = [b"\n", b"a", b"line of text\n", b"\r\n", "\u00e9".encode(), "\u20ac".encode()]
-SPILL_PIECES += ["\U0001f600".encode(), b"\xff", b"\x80", b"\xf0\x9f", b""]
+SPILL_PIECES = (
+    *(b"\n", b"a", b"line of text\n", b"\r\n", "\u00e9".encode(), "\u20ac".encode()),
+    *("\U0001f600".encode(), b"\xff", b"\x80", b"\xf0\x9f", b""),
+)
 
 spill_outputs = st.one_of(
     raw_bytes,
     st.lists(st.sampled_from(SPILL_PIECES), max_size=400).map(b"".join),
-    hostile_text.map(lambda s: s.encode("utf-8", "surrogatepass")),
 )
 """Tool outputs as bytes: many lines, multi-byte characters, invalid and cut sequences."""
 
