@@ -12,6 +12,10 @@ Commands (``spillstore COMMAND --help`` for every option)::
     spillstore gc [--max-age 7d] [--max-total 1GB] [--max-files N] [--grace 10m] [--dry-run]
     spillstore clean [--session S] [--yes]
     spillstore demo
+    spillstore install CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
+    spillstore uninstall CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
+    spillstore status [CLIENT] [--scope S]
+    spillstore add CLIENT NAME [--scope S] (-- CMD [ARGS...] | --url URL)
 
 Every command takes ``--dir`` (else ``SPILLSTORE_DIR``, else the user cache dir) and
 ``--session`` (else ``SPILLSTORE_SESSION``, else ``default``), before or after the command
@@ -86,6 +90,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gc": ("spillstore._cli.spills", "Remove old spills and crash leftovers."),
     "clean": ("spillstore._cli.spills", "Remove every spill of a session."),
     "demo": ("spillstore._cli.demo", "See the whole idea in one command."),
+    "install": ("spillstore._cli.clients", "Put an MCP client's servers behind the cap."),
+    "uninstall": ("spillstore._cli.clients", "Give an MCP client's servers back as they were."),
+    "status": ("spillstore._cli.clients", "Show which MCP client servers are wrapped."),
+    "add": ("spillstore._cli.clients", "Add an MCP server to a client, behind the cap."),
     "mcp": (
         "spillstore._cli.mcp",
         "MCP: serve the spill tools, or put any stdio MCP server behind the cap.",

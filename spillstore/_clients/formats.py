@@ -1,0 +1,237 @@
+"""The config file formats: where the servers are, and edits that touch nothing else.
+
+A :class:`Format` reads a config's text into its server entries (name -> plain value)
+and returns new text with one entry changed, restored or added. :class:`JsonFormat`
+edits JSON and JSONC in place through :mod:`~spillstore._clients.jsonc` (comments,
+spacing and escapes outside the changed values stay byte for byte); :class:`TomlFormat`
+edits Codex's TOML through tomlkit, which keeps comments and layout.
+
+Each edit works on one entry:
+
+- :meth:`Format.set_entry` patches an entry to a new value, key by key (a changed key
+  gets its new value where it stands, a removed key goes, a new key comes last);
+- :meth:`Format.entry_text` is an entry's exact text, kept in the backup before an
+  install, and :meth:`Format.restore_entry` puts that text back, which is how
+  ``uninstall`` gives back the file byte for byte;
+- :meth:`Format.add_entry` adds a new entry, making the servers section if needed.
+
+Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+import tomlkit.items
+
+from spillstore._clients import jsonc
+from spillstore._clients.errors import ClientConfigError
+
+__all__ = ["Format", "JsonFormat", "TomlFormat", "match_newlines"]
+
+
+class Format(ABC):
+    """Reads and edits the server entries of one config file's text."""
+
+    @abstractmethod
+    def entries(self, text: str, where: str) -> dict[str, Any]:
+        """The server entries (name -> plain value), in file order.
+
+        Raises:
+            ClientConfigError: the text does not parse, or the section is not a table.
+        """
+
+    @abstractmethod
+    def entry_text(self, text: str, name: str) -> str:
+        """The exact text of entry ``name`` (what :meth:`restore_entry` takes back)."""
+
+    @abstractmethod
+    def set_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+        """``text`` with entry ``name`` patched to ``value`` key by key."""
+
+    @abstractmethod
+    def restore_entry(self, text: str, name: str, original: str) -> str:
+        """``text`` with entry ``name`` replaced by ``original`` (an :meth:`entry_text`)."""
+
+    @abstractmethod
+    def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+        """``text`` with a new entry ``name`` (the section is made when missing)."""
+
+
+def match_newlines(before: str, after: str) -> str:
+    """``after`` with lone ``\\n`` turned into ``\\r\\n`` when ``before`` used CRLF only."""
+    if "\r\n" in before and before.count("\n") == before.count("\r\n"):
+        return after.replace("\r\n", "\n").replace("\n", "\r\n")
+    return after
+
+
+class JsonFormat(Format):
+    """Servers in a JSON/JSONC object found at the first of ``sections`` that exists
+    (a path of keys: ``("mcpServers",)``, ``("projects", "/home/me/app", "mcpServers")``);
+    a new section goes at ``sections[0]``."""
+
+    def __init__(self, *sections: tuple[str, ...]) -> None:
+        self.sections = sections
+
+    def _section(self, text: str, where: str = "config") -> jsonc.Node | None:
+        root = jsonc.parse(text, where)
+        if root.members is None:
+            raise ClientConfigError(f"{where}: the top level is not an object", path=where)
+        for path in self.sections:
+            node: jsonc.Node | None = root
+            for key in path:
+                member = node.member(key) if node is not None and node.members is not None else None
+                node = member.value if member is not None else None
+            if node is not None:
+                if node.members is None:
+                    label = ".".join(path)
+                    raise ClientConfigError(f"{where}: {label} is not an object", path=where)
+                return node
+        return None
+
+    def _entry(self, text: str, name: str) -> jsonc.Node:
+        section = self._section(text)
+        member = section.member(name) if section is not None else None
+        if member is None:
+            raise ClientConfigError(f"no server {name!r}", path=name)
+        return member.value
+
+    def entries(self, text: str, where: str) -> dict[str, Any]:
+        section = self._section(text, where)
+        return {} if section is None else dict(section.value)
+
+    def entry_text(self, text: str, name: str) -> str:
+        node = self._entry(text, name)
+        return text[node.start : node.end]
+
+    def set_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+        node = self._entry(text, name)
+        prefix = _indent_before(text, node.start)
+        piece = prefix + text[node.start : node.end]
+        old: dict[str, Any] = dict(jsonc.parse(piece).value)
+        for key in old:
+            if key not in value:
+                piece = jsonc.remove_member(piece, jsonc.parse(piece), key)
+        for key, item in value.items():
+            if key not in old or old[key] != item:
+                piece = jsonc.set_member(piece, jsonc.parse(piece), key, item)
+        return text[: node.start] + piece[len(prefix) :] + text[node.end :]
+
+    def restore_entry(self, text: str, name: str, original: str) -> str:
+        node = self._entry(text, name)
+        return text[: node.start] + match_newlines(text, original) + text[node.end :]
+
+    def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+        if not text.strip():
+            text = "{}" + jsonc.newline_of(text) if text else "{}\n"
+        if self._section(text) is None:
+            root = jsonc.parse(text)
+            path = self.sections[0]
+            node = root
+            for depth, key in enumerate(path):
+                member = node.member(key)
+                if member is None:
+                    nested: dict[str, Any] = {name: value}
+                    for outer in reversed(path[depth + 1 :]):
+                        nested = {outer: nested}
+                    return jsonc.insert_member(text, node, key, nested)
+                if member.value.members is None:
+                    raise ClientConfigError(f"{key} is not an object", path=key)
+                node = member.value
+        section = self._section(text)
+        assert section is not None
+        if section.member(name) is not None:
+            raise ClientConfigError(f"a server named {name!r} is already configured", path=name)
+        return jsonc.insert_member(text, section, name, value)
+
+
+def _indent_before(text: str, pos: int) -> str:
+    """The indent of the line ``pos`` is on (spaces and tabs only)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    line = text[line_start:pos]
+    stripped = line.lstrip(" \t")
+    return line[: len(line) - len(stripped)]
+
+
+class TomlFormat(Format):
+    """Servers as the sub-tables of one TOML table (Codex: ``[mcp_servers.NAME]``)."""
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+
+    def _parse(self, text: str, where: str = "config") -> tomlkit.TOMLDocument:
+        try:
+            return tomlkit.parse(text)
+        except tomlkit.exceptions.TOMLKitError as exc:
+            raise ClientConfigError(f"{where}: not valid TOML: {exc}", path=where) from exc
+
+    def _servers(self, doc: tomlkit.TOMLDocument, where: str = "config") -> Any:
+        servers = doc.get(self.table)
+        if servers is not None and not isinstance(servers, dict):
+            raise ClientConfigError(f"{where}: {self.table} is not a table", path=where)
+        return servers
+
+    def _entry(self, doc: tomlkit.TOMLDocument, name: str) -> Any:
+        servers = self._servers(doc)
+        entry = servers.get(name) if servers is not None else None
+        if not isinstance(entry, dict):
+            raise ClientConfigError(f"no server {name!r}", path=name)
+        return entry
+
+    def entries(self, text: str, where: str) -> dict[str, Any]:
+        servers = self._servers(self._parse(text, where), where)
+        if servers is None:
+            return {}
+        return {str(name): _plain(entry) for name, entry in servers.items()}
+
+    def entry_text(self, text: str, name: str) -> str:
+        entry = self._entry(self._parse(text), name)
+        return str(entry.as_string())
+
+    def set_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+        doc = self._parse(text)
+        entry = self._entry(doc, name)
+        old = _plain(entry)
+        for key in old:
+            if key not in value:
+                del entry[key]
+        for key, item in value.items():
+            if key not in old or old[key] != item:
+                entry[key] = item
+        return match_newlines(text, doc.as_string())
+
+    def restore_entry(self, text: str, name: str, original: str) -> str:
+        doc = self._parse(text)
+        entry = self._entry(doc, name)
+        if isinstance(entry, tomlkit.items.InlineTable):
+            self._servers(doc)[name] = tomlkit.parse(f"x = {original}")["x"]
+            return match_newlines(text, doc.as_string())
+        keep = self._parse(original)  # the plain keys of the table; sub-tables stay
+        for key in [k for k, v in entry.items() if not isinstance(v, tomlkit.items.Table)]:
+            del entry[key]
+        for key, item in keep.body:
+            if key is not None and not isinstance(item, tomlkit.items.Table):
+                entry[key.key] = item
+        return match_newlines(text, doc.as_string())
+
+    def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+        doc = self._parse(text)
+        servers = self._servers(doc)
+        if servers is None:
+            servers = tomlkit.table(is_super_table=True)
+            doc[self.table] = servers
+        if name in servers:
+            raise ClientConfigError(f"a server named {name!r} is already configured", path=name)
+        table = tomlkit.table()
+        for key, item in value.items():
+            table[key] = item
+        servers[name] = table
+        return match_newlines(text, doc.as_string())
+
+
+def _plain(item: Any) -> Any:
+    unwrap = getattr(item, "unwrap", None)
+    return unwrap() if callable(unwrap) else item
