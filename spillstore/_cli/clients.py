@@ -26,6 +26,7 @@ changed while being edited, is one error line (exit 1) and is left as it was.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -78,8 +79,9 @@ LauncherOption = Annotated[
     str | None,
     optional(
         "--launcher",
-        metavar="PATH",
-        help="How the client runs spillstore (default: this spillstore's absolute path).",
+        metavar="CMD",
+        help="How the client runs spillstore, a command line "
+        "(default: this spillstore's absolute path).",
     ),
 ]
 
@@ -127,7 +129,7 @@ def _names(servers: list[str] | None, every: bool) -> list[str] | None:
 
 def _launcher(given: str | None) -> list[str]:
     if given:
-        return [given]
+        return shlex.split(given, posix=sys.platform != "win32")
     program = Path(sys.argv[0])
     if program.name.removesuffix(".exe") == "spillstore" and program.is_file():
         return [str(program.resolve())]

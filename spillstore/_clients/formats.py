@@ -214,7 +214,7 @@ class TomlFormat(Format):
             del entry[key]
         for key, item in keep.body:
             if key is not None and not isinstance(item, tomlkit.items.Table):
-                entry[key.key] = item
+                entry.append(key, item)  # the Key object: its quoting and spacing come back
         return match_newlines(text, doc.as_string())
 
     def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:

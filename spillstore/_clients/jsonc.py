@@ -26,6 +26,7 @@ from spillstore._clients.errors import ClientConfigError
 __all__ = [
     "Member",
     "Node",
+    "dumps",
     "insert_member",
     "newline_of",
     "parse",
@@ -207,17 +208,27 @@ def newline_of(text: str) -> str:
     return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def dumps(value: Any) -> str:
+    """``value`` as one line of JSON, non-ASCII characters kept, except lone surrogates
+    (which UTF-8 cannot hold): those are written as ``\\uXXXX`` escapes."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def render(value: Any, indent: str = "", step: str = "  ", newline: str = "\n") -> str:
     """``value`` as JSON: objects one member a line (nested at ``indent + step``),
     arrays and scalars on one line; non-ASCII characters kept as they are."""
     if isinstance(value, dict) and value:
         inner = indent + step
         lines = [
-            f"{inner}{json.dumps(key, ensure_ascii=False)}: {render(item, inner, step, newline)}"
+            f"{inner}{dumps(key)}: {render(item, inner, step, newline)}"
             for key, item in value.items()
         ]
         return "{" + newline + ("," + newline).join(lines) + newline + indent + "}"
-    return json.dumps(value, ensure_ascii=False)
+    return dumps(value)
 
 
 def _line_indent(text: str, pos: int) -> str:
@@ -256,7 +267,7 @@ def insert_member(text: str, node: Node, key: str, value: Any) -> str:
     """``text`` with ``"key": value`` added as ``node``'s last member."""
     newline = newline_of(text)
     inner, step = _indent_step(text, node)
-    pair = f"{json.dumps(key, ensure_ascii=False)}: {render(value, inner, step, newline)}"
+    pair = f"{dumps(key)}: {render(value, inner, step, newline)}"
     members = node.members or []
     if not members:
         closing = _line_indent(text, node.end - 1)

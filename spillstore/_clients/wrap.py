@@ -126,11 +126,12 @@ def _program(path: str) -> str:
 
 def _proxy_args(argv: list[str]) -> list[str] | None:
     """The arguments after ``spillstore mcp proxy`` in ``argv``, or None when ``argv``
-    does not run the proxy (also as ``python -m spillstore[.mcp]``)."""
+    does not run the proxy (also as ``python -m spillstore._cli`` or ``spillstore.mcp``)."""
     if _program(argv[0]) == "spillstore" and argv[1:3] == ["mcp", "proxy"]:
         return argv[3:]
     for i, arg in enumerate(argv[:-1]):
-        if arg == "-m" and argv[i + 1] == "spillstore" and argv[i + 2 : i + 4] == ["mcp", "proxy"]:
+        module = argv[i + 1]
+        if arg == "-m" and module == "spillstore._cli" and argv[i + 2 : i + 4] == ["mcp", "proxy"]:
             return argv[i + 4 :]
         if arg == "-m" and argv[i + 1] == "spillstore.mcp" and argv[i + 2 : i + 3] == ["proxy"]:
             return argv[i + 3 :]
