@@ -269,10 +269,7 @@ def status_command(
     _report(ctx, "status", False, rows)
 
 
-@app.command(
-    "add",
-    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
-)
+@app.command("add")
 @takes_global_options("json")
 def add_command(
     ctx: typer.Context,
