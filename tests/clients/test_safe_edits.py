@@ -44,27 +44,28 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return work / ".mcp.json"
 
 
-@pytest.fixture(autouse=True)
-def _capture(capsys: pytest.CaptureFixture[str]) -> None:
-    global _CAPSYS  # noqa: PLW0603 - the helpers below read what the command printed
-    _CAPSYS = capsys
+class Cli:
+    """The real entry point (one-line errors, exit codes), run in-process."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+
+    def __call__(self, *args: str) -> tuple[int, str]:
+        """Run ``spillstore ARGS``: the exit status, and stdout then stderr."""
+        self.capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_:
+            main(list(args))
+        captured = self.capsys.readouterr()
+        return int(exit_.value.code or 0), captured.out + captured.err
+
+    def install(self, *args: str) -> tuple[int, str]:
+        """``install claude-code --scope project`` with a fixed launcher."""
+        return self("install", "claude-code", "--scope", "project", "--launcher", LAUNCHER, *args)
 
 
-_CAPSYS: pytest.CaptureFixture[str] | None = None
-
-
-def cli(*args: str) -> tuple[int, str]:
-    """Run the real entry point (one-line errors, exit codes); its stdout and stderr."""
-    assert _CAPSYS is not None
-    _CAPSYS.readouterr()
-    with pytest.raises(SystemExit) as exit_:
-        main(list(args))
-    captured = _CAPSYS.readouterr()
-    return int(exit_.value.code or 0), captured.out + captured.err
-
-
-def install(*args: str) -> tuple[int, str]:
-    return cli("install", "claude-code", "--scope", "project", "--launcher", LAUNCHER, *args)
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(capsys)
 
 
 def backups(project: Path) -> list[Path]:
@@ -72,10 +73,10 @@ def backups(project: Path) -> list[Path]:
     return sorted(folder.iterdir()) if folder.exists() else []
 
 
-def test_install_wraps_what_it_can_and_says_why_not_for_the_rest(project: Path) -> None:
+def test_install_wraps_what_it_can_and_says_why_not_for_the_rest(project: Path, cli: Cli) -> None:
     """Local and streamable-HTTP servers are wrapped; SSE, header-bearing and
     already-capped servers are reported and left byte for byte."""
-    code, out = install("--all", "--max-bytes", "20KB")
+    code, out = cli.install("--all", "--max-bytes", "20KB")
     assert code == 0, out
     assert "git: wrapped - (--max-bytes 20KB): -- uvx mcp-server-git" in out
     assert "docs: wrapped - (--max-bytes 20KB): --url https://docs.example/mcp" in out
@@ -102,21 +103,21 @@ def test_install_wraps_what_it_can_and_says_why_not_for_the_rest(project: Path) 
     }
 
 
-def test_installing_twice_changes_nothing(project: Path) -> None:
+def test_installing_twice_changes_nothing(project: Path, cli: Cli) -> None:
     """A second install finds every server wrapped already and does not write."""
-    install("--all")
+    cli.install("--all")
     first = project.read_bytes()
     before = project.stat().st_mtime_ns
-    code, out = install("--all")
+    code, out = cli.install("--all")
     assert code == 0
     assert "git: skipped - already wrapped by spillstore" in out
     assert project.read_bytes() == first
     assert project.stat().st_mtime_ns == before
 
 
-def test_dry_run_prints_a_diff_and_writes_nothing(project: Path) -> None:
+def test_dry_run_prints_a_diff_and_writes_nothing(project: Path, cli: Cli) -> None:
     """--dry-run shows the unified diff and leaves the file and the backups alone."""
-    code, out = install("--server", "git", "--dry-run")
+    code, out = cli.install("--server", "git", "--dry-run")
     assert code == 0
     assert '-    "git": {"command": "uvx", "args": ["mcp-server-git"]},' in out
     assert f'+    "git": {{"command": "{LAUNCHER}", "args": ["mcp", "proxy", "--", "uvx"' in out
@@ -124,11 +125,11 @@ def test_dry_run_prints_a_diff_and_writes_nothing(project: Path) -> None:
     assert backups(project) == []
 
 
-def test_a_malformed_config_is_one_error_line_and_left_untouched(project: Path) -> None:
+def test_a_malformed_config_is_one_error_line_and_left_untouched(project: Path, cli: Cli) -> None:
     """Broken JSON: exit 1, one line naming the file, line and column; nothing written."""
     broken = CONFIG.replace('"mcp-server-git"]', '"mcp-server-git"')
     project.write_text(broken, encoding="utf-8")
-    code, out = install("--all")
+    code, out = cli.install("--all")
     assert code == 1
     assert out.count("\n") == 1
     assert f"{project}: not valid JSON at line 4" in out
@@ -145,7 +146,7 @@ def test_a_file_changed_between_read_and_write_is_not_overwritten(project: Path)
     assert [p.name for p in project.parent.iterdir()] == [".mcp.json"]
 
 
-def test_mode_link_and_byte_order_mark_survive(project: Path, tmp_path: Path) -> None:
+def test_mode_link_and_byte_order_mark_survive(project: Path, tmp_path: Path, cli: Cli) -> None:
     """The file keeps its mode; a symlinked config stays a link to the edited target; a
     UTF-8 byte-order mark stays in front."""
     target = tmp_path / "dotfiles" / "mcp.json"
@@ -154,7 +155,7 @@ def test_mode_link_and_byte_order_mark_survive(project: Path, tmp_path: Path) ->
     target.chmod(0o640)
     project.unlink()
     project.symlink_to(target)
-    code, out = install("--all")
+    code, out = cli.install("--all")
     assert code == 0, out
     assert project.is_symlink()
     assert target.read_bytes().startswith(b"\xef\xbb\xbf{")
@@ -164,10 +165,12 @@ def test_mode_link_and_byte_order_mark_survive(project: Path, tmp_path: Path) ->
     assert target.read_bytes() == b"\xef\xbb\xbf" + CONFIG.encode()
 
 
-def test_a_moved_config_still_uninstalls_byte_for_byte(project: Path, tmp_path: Path) -> None:
+def test_a_moved_config_still_uninstalls_byte_for_byte(
+    project: Path, tmp_path: Path, cli: Cli
+) -> None:
     """Backups are keyed by the wrapped entry, not the file's place: move the file, edit
     another part of it, and uninstall still restores each entry exactly."""
-    install("--all")
+    cli.install("--all")
     moved = tmp_path / "elsewhere.json"
     os.replace(project, moved)
     text = moved.read_text(encoding="utf-8").replace("// my servers", "// my servers, moved")
@@ -180,10 +183,12 @@ def test_a_moved_config_still_uninstalls_byte_for_byte(project: Path, tmp_path: 
     )
 
 
-def test_without_its_backup_an_entry_is_rebuilt_from_its_command_line(project: Path) -> None:
+def test_without_its_backup_an_entry_is_rebuilt_from_its_command_line(
+    project: Path, cli: Cli
+) -> None:
     """Lost backups: uninstall rebuilds the original values from the wrapped command line,
     and says so."""
-    install("--server", "git")
+    cli.install("--server", "git")
     for backup in backups(project):
         backup.unlink()
     code, out = cli("uninstall", "claude-code", "--scope", "project", "--server", "git")
@@ -193,18 +198,18 @@ def test_without_its_backup_an_entry_is_rebuilt_from_its_command_line(project: P
     assert servers["mcpServers"]["git"] == {"command": "uvx", "args": ["mcp-server-git"]}
 
 
-def test_bad_choices_are_refused_before_anything_is_read(project: Path) -> None:
+def test_bad_choices_are_refused_before_anything_is_read(project: Path, cli: Cli) -> None:
     """No server chosen, an unknown client or scope, an unknown server: one line each."""
-    assert install()[0] == 2
+    assert cli.install()[0] == 2
     assert cli("install", "emacs", "--all")[0] == 2
     assert cli("install", "cursor", "--scope", "local", "--all")[0] == 2
-    code, out = install("--server", "nope")
+    code, out = cli.install("--server", "nope")
     assert code == 1
     assert "no server named nope (servers: git, docs, feed, private, capped)" in out
     assert project.read_text(encoding="utf-8") == CONFIG
 
 
-def test_add_writes_a_wrapped_entry_and_refuses_a_taken_name(tmp_path: Path) -> None:
+def test_add_writes_a_wrapped_entry_and_refuses_a_taken_name(tmp_path: Path, cli: Cli) -> None:
     """add creates the file (0600) and section when missing, wraps the new server, and
     will not replace a server of the same name."""
     config = tmp_path / "new" / "mcp.json"
@@ -235,10 +240,10 @@ def test_add_writes_a_wrapped_entry_and_refuses_a_taken_name(tmp_path: Path) -> 
     assert "web: added - wrapped (default options): --url https://x/mcp" in out
 
 
-def test_status_json_lists_each_file_and_server(project: Path) -> None:
+def test_status_json_lists_each_file_and_server(project: Path, cli: Cli) -> None:
     """status --json: one record per file, one per server, with what wraps it."""
-    install("--server", "git")
-    code, out = cli("--json", "status", "claude-code", "--scope", "project")
+    cli.install("--server", "git")
+    _, out = cli("--json", "status", "claude-code", "--scope", "project")
     document = json.loads(out)
     assert document["version"] == 1
     [row] = document["files"]
