@@ -121,6 +121,20 @@ def _targets(place: Place, client: Client, scope: str | None, config: str | None
     return found
 
 
+def _open(
+    client: str, scope: str | None, config: str | None, *, must_exist: bool
+) -> tuple[Place, _Target, files.Snapshot]:
+    """The place, the one file a command edits (the client's first scope by default), and
+    that file as read."""
+    chosen = _client(client)
+    place = _place()
+    target = _targets(place, chosen, scope or chosen.scopes[0], config)[0]
+    snapshot = files.read(target.path)
+    if must_exist and snapshot.data is None:
+        fail(f"{target.path}: no such file ({chosen.title}, {target.scope} scope)")
+    return place, target, snapshot
+
+
 def _names(servers: list[str] | None, every: bool) -> list[str] | None:
     if bool(servers) == every:
         fail("say which servers: --server NAME (repeatable) or --all", EXIT_USAGE)
@@ -195,13 +209,8 @@ def install_command(
     launcher: LauncherOption = None,
 ) -> None:
     """Put a client's MCP servers behind the cap (spillstore mcp proxy)."""
-    chosen = _client(client)
     names = _names(server, every)
-    place = _place()
-    target = _targets(place, chosen, scope or chosen.scopes[0], config)[0]
-    snapshot = files.read(target.path)
-    if snapshot.data is None:
-        fail(f"{target.path}: no such file ({chosen.title}, {target.scope} scope)")
+    place, target, snapshot = _open(client, scope, config, must_exist=True)
     options = ProxyOptions(max_bytes=max_bytes, store=store)
     text, changes, backups = ops.install(
         target.config(snapshot), names, launcher=_launcher(launcher), options=options
@@ -209,7 +218,7 @@ def install_command(
     row = _row(target, snapshot, changes)
     if not dry_run:
         for backup in backups:  # kept before the file changes, or the file does not
-            files.save_backup(backup_dir(place), backup, client=chosen.name, path=target.path)
+            files.save_backup(backup_dir(place), backup, client=client, path=target.path)
     _finish(row, snapshot, text, dry_run)
     _report(ctx, "install", dry_run, [row])
 
@@ -227,13 +236,8 @@ def uninstall_command(
     config: ConfigOption = None,
 ) -> None:
     """Give a client's servers back as they were before install."""
-    chosen = _client(client)
     names = _names(server, every)
-    place = _place()
-    target = _targets(place, chosen, scope or chosen.scopes[0], config)[0]
-    snapshot = files.read(target.path)
-    if snapshot.data is None:
-        fail(f"{target.path}: no such file ({chosen.title}, {target.scope} scope)")
+    place, target, snapshot = _open(client, scope, config, must_exist=True)
     folder = backup_dir(place)
     text, changes = ops.uninstall(
         target.config(snapshot), names, backup=lambda key: files.load_backup(folder, key)
@@ -289,15 +293,12 @@ def add_command(
     launcher: LauncherOption = None,
 ) -> None:
     """Add a server that runs behind the cap: add CLIENT NAME -- CMD [ARGS...]."""
-    chosen = _client(client)
     command = list(upstream or [])
     if command[:1] and command[0].startswith("-"):
         fail(f"no such option: {command[0]} (the server's command goes after --)", EXIT_USAGE)
     if bool(command) == bool(url):
         fail("give the server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
-    place = _place()
-    target = _targets(place, chosen, scope or chosen.scopes[0], config)[0]
-    snapshot = files.read(target.path)
+    _, target, snapshot = _open(client, scope, config, must_exist=False)
     text, change = ops.add(
         target.config(snapshot),
         name,
