@@ -6,13 +6,13 @@ edits JSON and JSONC in place through :mod:`~spillstore._clients.jsonc` (comment
 spacing and escapes outside the changed values stay byte for byte); :class:`TomlFormat`
 edits Codex's TOML through tomlkit, which keeps comments and layout.
 
-Each edit works on one entry:
+Edits work entry by entry:
 
-- :meth:`Format.set_entry` patches an entry to a new value, key by key (a changed key
-  gets its new value where it stands, a removed key goes, a new key comes last);
-- :meth:`Format.entry_text` is an entry's exact text, kept in the backup before an
-  install, and :meth:`Format.restore_entry` puts that text back, which is how
-  ``uninstall`` gives back the file byte for byte;
+- :meth:`Format.edit` patches entries to new values, key by key (a changed key gets its
+  new value where it stands, a removed key goes, a new key comes last), and puts exact
+  original texts back, in one pass;
+- :meth:`Format.entry_texts` gives entries' exact texts, kept in the backups before an
+  install; putting them back is how ``uninstall`` gives back the file byte for byte;
 - :meth:`Format.add_entry` adds a new entry, making the servers section if needed.
 
 Pure: text in, text out.
@@ -21,6 +21,7 @@ Pure: text in, text out.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import tomlkit
@@ -45,16 +46,16 @@ class Format(ABC):
         """
 
     @abstractmethod
-    def entry_text(self, text: str, name: str) -> str:
-        """The exact text of entry ``name`` (what :meth:`restore_entry` takes back)."""
+    def entry_texts(self, text: str, names: Iterable[str]) -> dict[str, str]:
+        """The exact text of each named entry (what :meth:`edit` puts back)."""
 
     @abstractmethod
-    def set_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
-        """``text`` with entry ``name`` patched to ``value`` key by key."""
-
-    @abstractmethod
-    def restore_entry(self, text: str, name: str, original: str) -> str:
-        """``text`` with entry ``name`` replaced by ``original`` (an :meth:`entry_text`)."""
+    def edit(
+        self, text: str, values: Mapping[str, dict[str, Any]], originals: Mapping[str, str]
+    ) -> str:
+        """``text`` with each entry of ``values`` patched to its value key by key, and
+        each entry of ``originals`` replaced by that exact text (an :meth:`entry_texts`
+        text), in one pass."""
 
     @abstractmethod
     def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
@@ -71,15 +72,27 @@ def match_newlines(before: str, after: str) -> str:
 class JsonFormat(Format):
     """Servers in a JSON/JSONC object found at the first of ``sections`` that exists
     (a path of keys: ``("mcpServers",)``, ``("projects", "/home/me/app", "mcpServers")``);
-    a new section goes at ``sections[0]``."""
+    a new section goes at ``sections[0]``.
+
+    The last text parsed is kept with its tree, so the reads and the edit of one command
+    parse a large file (Claude Code's ``~/.claude.json`` holds the history) once.
+    """
 
     def __init__(self, *sections: tuple[str, ...]) -> None:
         self.sections = sections
+        self._last: tuple[str, jsonc.Node] | None = None
 
-    def _section(self, text: str, where: str = "config") -> jsonc.Node | None:
+    def _root(self, text: str, where: str) -> jsonc.Node:
+        if self._last is not None and self._last[0] == text:
+            return self._last[1]
         root = jsonc.parse(text, where)
         if root.members is None:
             raise ClientConfigError(f"{where}: the top level is not an object", path=where)
+        self._last = (text, root)
+        return root
+
+    def _section(self, text: str, where: str = "config") -> jsonc.Node | None:
+        root = self._root(text, where)
         for path in self.sections:
             node: jsonc.Node | None = root
             for key in path:
@@ -92,43 +105,37 @@ class JsonFormat(Format):
                 return node
         return None
 
-    def _entry(self, text: str, name: str) -> jsonc.Node:
+    def _nodes(self, text: str) -> dict[str, jsonc.Node]:
         section = self._section(text)
-        member = section.member(name) if section is not None else None
-        if member is None:
-            raise ClientConfigError(f"no server {name!r}", path=name)
-        return member.value
+        return {} if section is None else {m.key: m.value for m in section.members or []}
 
     def entries(self, text: str, where: str) -> dict[str, Any]:
         section = self._section(text, where)
         return {} if section is None else dict(section.value)
 
-    def entry_text(self, text: str, name: str) -> str:
-        node = self._entry(text, name)
-        return text[node.start : node.end]
+    def entry_texts(self, text: str, names: Iterable[str]) -> dict[str, str]:
+        nodes = self._nodes(text)
+        return {name: text[nodes[name].start : nodes[name].end] for name in names}
 
-    def set_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
-        node = self._entry(text, name)
-        prefix = _indent_before(text, node.start)
-        piece = prefix + text[node.start : node.end]
-        old: dict[str, Any] = dict(jsonc.parse(piece).value)
-        for key in old:
-            if key not in value:
-                piece = jsonc.remove_member(piece, jsonc.parse(piece), key)
-        for key, item in value.items():
-            if key not in old or old[key] != item:
-                piece = jsonc.set_member(piece, jsonc.parse(piece), key, item)
-        return text[: node.start] + piece[len(prefix) :] + text[node.end :]
-
-    def restore_entry(self, text: str, name: str, original: str) -> str:
-        node = self._entry(text, name)
-        return text[: node.start] + match_newlines(text, original) + text[node.end :]
+    def edit(
+        self, text: str, values: Mapping[str, dict[str, Any]], originals: Mapping[str, str]
+    ) -> str:
+        nodes = self._nodes(text)
+        pieces = {name: match_newlines(text, original) for name, original in originals.items()}
+        for name, value in values.items():
+            pieces[name] = _patched(text, nodes[name], value)
+        parts: list[str] = []
+        done = 0
+        for name in sorted(pieces, key=lambda name: nodes[name].start):
+            parts += [text[done : nodes[name].start], pieces[name]]
+            done = nodes[name].end
+        return "".join([*parts, text[done:]])
 
     def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
         if not text.strip():
             text = "{}" + jsonc.newline_of(text) if text else "{}\n"
         if self._section(text) is None:
-            root = jsonc.parse(text)
+            root = self._root(text, "config")
             path = self.sections[0]
             node = root
             for depth, key in enumerate(path):
@@ -146,6 +153,21 @@ class JsonFormat(Format):
         if section.member(name) is not None:
             raise ClientConfigError(f"a server named {name!r} is already configured", path=name)
         return jsonc.insert_member(text, section, name, value)
+
+
+def _patched(text: str, node: jsonc.Node, value: dict[str, Any]) -> str:
+    """The text of entry ``node`` patched to ``value``: changed keys rewritten where they
+    stand, removed keys gone, new keys last; the rest of the entry as it was."""
+    prefix = _indent_before(text, node.start)
+    piece = prefix + text[node.start : node.end]
+    old: dict[str, Any] = dict(node.value)
+    for key in old:
+        if key not in value:
+            piece = jsonc.remove_member(piece, jsonc.parse(piece), key)
+    for key, item in value.items():
+        if key not in old or old[key] != item:
+            piece = jsonc.set_member(piece, jsonc.parse(piece), key, item)
+    return piece[len(prefix) :]
 
 
 def _indent_before(text: str, pos: int) -> str:
@@ -174,47 +196,32 @@ class TomlFormat(Format):
             raise ClientConfigError(f"{where}: {self.table} is not a table", path=where)
         return servers
 
-    def _entry(self, doc: tomlkit.TOMLDocument, name: str) -> Any:
-        servers = self._servers(doc)
-        entry = servers.get(name) if servers is not None else None
-        if not isinstance(entry, dict):
-            raise ClientConfigError(f"no server {name!r}", path=name)
-        return entry
-
     def entries(self, text: str, where: str) -> dict[str, Any]:
         servers = self._servers(self._parse(text, where), where)
         if servers is None:
             return {}
         return {str(name): _plain(entry) for name, entry in servers.items()}
 
-    def entry_text(self, text: str, name: str) -> str:
-        entry = self._entry(self._parse(text), name)
-        return str(entry.as_string())
+    def entry_texts(self, text: str, names: Iterable[str]) -> dict[str, str]:
+        servers = self._servers(self._parse(text))
+        return {name: str(servers[name].as_string()) for name in names}
 
-    def set_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+    def edit(
+        self, text: str, values: Mapping[str, dict[str, Any]], originals: Mapping[str, str]
+    ) -> str:
         doc = self._parse(text)
-        entry = self._entry(doc, name)
-        old = _plain(entry)
-        for key in old:
-            if key not in value:
-                del entry[key]
-        for key, item in value.items():
-            if key not in old or old[key] != item:
-                entry[key] = item
-        return match_newlines(text, doc.as_string())
-
-    def restore_entry(self, text: str, name: str, original: str) -> str:
-        doc = self._parse(text)
-        entry = self._entry(doc, name)
-        if isinstance(entry, tomlkit.items.InlineTable):
-            self._servers(doc)[name] = tomlkit.parse(f"x = {original}")["x"]
-            return match_newlines(text, doc.as_string())
-        keep = self._parse(original)  # the plain keys of the table; sub-tables stay
-        for key in [k for k, v in entry.items() if not isinstance(v, tomlkit.items.Table)]:
-            del entry[key]
-        for key, item in keep.body:
-            if key is not None and not isinstance(item, tomlkit.items.Table):
-                entry.append(key, item)  # the Key object: its quoting and spacing come back
+        servers = self._servers(doc)
+        for name, value in values.items():
+            entry = servers[name]
+            old = _plain(entry)
+            for key in old:
+                if key not in value:
+                    del entry[key]
+            for key, item in value.items():
+                if key not in old or old[key] != item:
+                    entry[key] = item
+        for name, original in originals.items():
+            _restore(servers, name, original)
         return match_newlines(text, doc.as_string())
 
     def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
@@ -230,6 +237,21 @@ class TomlFormat(Format):
             table[key] = item
         servers[name] = table
         return match_newlines(text, doc.as_string())
+
+
+def _restore(servers: Any, name: str, original: str) -> None:
+    """Put back a TOML entry's original text: an inline table whole; a table's own keys
+    (its sub-tables, such as ``[mcp_servers.NAME.env]``, were never touched)."""
+    entry = servers[name]
+    if isinstance(entry, tomlkit.items.InlineTable):
+        servers[name] = tomlkit.parse(f"x = {original}")["x"]
+        return
+    keep = tomlkit.parse(original)
+    for key in [k for k, v in entry.items() if not isinstance(v, tomlkit.items.Table)]:
+        del entry[key]
+    for key, item in keep.body:
+        if key is not None and not isinstance(item, tomlkit.items.Table):
+            entry.append(key, item)  # the Key object: its quoting and spacing come back
 
 
 def _plain(item: Any) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from spillstore._clients.errors import ClientConfigError
@@ -51,19 +51,29 @@ class Member:
     value: Node
 
 
-@dataclass
 class Node:
     """A parsed value and its span ``[start, end)`` in the text.
 
-    ``members`` is set for an object (in source order), ``items`` for an array; ``value``
-    is the plain Python value of the whole node.
+    ``value`` is the plain Python value of the whole node; ``members`` (an object's
+    members in source order, else None) is read from the text the first time it is asked
+    for, so a large file costs one C-speed decode plus the objects actually walked.
     """
 
-    start: int
-    end: int
-    value: Any
-    members: list[Member] | None = None
-    items: list[Node] = field(default_factory=list)
+    def __init__(self, parser: _Parser, start: int, end: int, value: Any) -> None:
+        self._parser = parser
+        self.start = start
+        self.end = end
+        self.value = value
+        self._members: list[Member] | None = None
+
+    @property
+    def members(self) -> list[Member] | None:
+        """The object's members in source order (None for anything but an object)."""
+        if not isinstance(self.value, dict):
+            return None
+        if self._members is None:
+            self._members = self._parser.members(self.start)
+        return self._members
 
     def member(self, key: str) -> Member | None:
         """The last member named ``key`` (the one a JSON reader keeps), or None."""
@@ -72,6 +82,9 @@ class Node:
             if member.key == key:
                 found = member
         return found
+
+
+_DECODER = json.JSONDecoder()
 
 
 class _Parser:
@@ -102,20 +115,25 @@ class _Parser:
         self.space()
         start = self.pos
         char = self.text[start : start + 1]
-        if char == "{":
-            return self.object(depth)
-        if char == "[":
-            return self.array(depth)
+        if char in ("{", "["):
+            try:  # plain JSON (most configs): decoded in C, members read later if needed
+                value, end = _DECODER.raw_decode(self.text, start)
+            except (ValueError, RecursionError):
+                value = self.object(depth) if char == "{" else self.array(depth)
+                return Node(self, start, self.pos, value)
+            self.pos = end
+            return Node(self, start, end, value)
         if char == '"':
-            return Node(start, self.string_end(), self.string(start))
+            end = self.string_end()
+            return Node(self, start, end, self.string(start))
         number = _NUMBER.match(self.text, start)
         if number:
             self.pos = number.end()
-            return Node(start, self.pos, json.loads(number.group()))
+            return Node(self, start, self.pos, json.loads(number.group()))
         for word, value in _LITERALS.items():
             if self.text.startswith(word, start):
                 self.pos = start + len(word)
-                return Node(start, self.pos, value)
+                return Node(self, start, self.pos, value)
         raise self.fail("expected a value" if char else "unexpected end of file")
 
     def string_end(self) -> int:
@@ -133,22 +151,29 @@ class _Parser:
         assert isinstance(value, str)
         return value
 
-    def object(self, depth: int) -> Node:
-        start = self.pos
+    def _sequence(self, close: str, depth: int, item: Any) -> None:
+        """Read the items of an object or array up to ``close`` (trailing comma allowed)."""
         self.pos += 1
-        members: list[Member] = []
-        value: dict[str, Any] = {}
+        first = True
         while True:
             self.space()
-            if self.text.startswith("}", self.pos):
+            if self.text.startswith(close, self.pos):
                 break
-            if members:
+            if not first:
                 if not self.text.startswith(",", self.pos):
-                    raise self.fail("expected ',' or '}'")
+                    raise self.fail(f"expected ',' or '{close}'")
                 self.pos += 1
                 self.space()
-                if self.text.startswith("}", self.pos):  # a trailing comma
+                if self.text.startswith(close, self.pos):  # a trailing comma
                     break
+            item(depth)
+            first = False
+        self.pos += 1
+
+    def _members(self, depth: int) -> list[Member]:
+        found: list[Member] = []
+
+        def member(depth: int) -> None:
             key_start = self.pos
             if not self.text.startswith('"', key_start):
                 raise self.fail("expected a quoted key")
@@ -158,30 +183,23 @@ class _Parser:
             if not self.text.startswith(":", self.pos):
                 raise self.fail("expected ':'")
             self.pos += 1
-            node = self.value(depth + 1)
-            members.append(Member(key, key_start, node))
-            value[key] = node.value
-        self.pos += 1
-        return Node(start, self.pos, value, members=members)
+            found.append(Member(key, key_start, self.value(depth + 1)))
 
-    def array(self, depth: int) -> Node:
-        start = self.pos
-        self.pos += 1
-        items: list[Node] = []
-        while True:
-            self.space()
-            if self.text.startswith("]", self.pos):
-                break
-            if items:
-                if not self.text.startswith(",", self.pos):
-                    raise self.fail("expected ',' or ']'")
-                self.pos += 1
-                self.space()
-                if self.text.startswith("]", self.pos):
-                    break
-            items.append(self.value(depth + 1))
-        self.pos += 1
-        return Node(start, self.pos, [item.value for item in items], items=items)
+        self._sequence("}", depth, member)
+        return found
+
+    def object(self, depth: int) -> dict[str, Any]:
+        return {member.key: member.value.value for member in self._members(depth)}
+
+    def array(self, depth: int) -> list[Any]:
+        items: list[Any] = []
+        self._sequence("]", depth, lambda depth: items.append(self.value(depth + 1).value))
+        return items
+
+    def members(self, start: int) -> list[Member]:
+        """The members of the object that starts at ``start`` (already known valid)."""
+        self.pos = start
+        return self._members(0)
 
 
 def parse(text: str, where: str = "config") -> Node:

@@ -102,16 +102,20 @@ def install(
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     entries = fmt.entries(text, where)
     changes: list[Change] = []
-    backups: list[Backup] = []
+    values: dict[str, dict[str, Any]] = {}
     for name in _chosen(entries, names, where):
         wrapped = wrap(entries[name], flavor, launcher, options)
         if isinstance(wrapped, Skip):
             changes.append(Change(name, "skipped", wrapped.reason))
             continue
-        original_text = fmt.entry_text(text, name)
-        text = fmt.set_entry(text, name, wrapped)
-        backups.append(Backup(backup_key(wrapped), name, original_text, entries[name]))
+        values[name] = wrapped
         changes.append(Change(name, "wrapped", describe(wrapped, flavor).removeprefix("wrapped ")))
+    originals = fmt.entry_texts(text, values)
+    backups = [
+        Backup(backup_key(value), name, originals[name], entries[name])
+        for name, value in values.items()
+    ]
+    text = fmt.edit(text, values, {}) if values else text
     return text, changes, backups
 
 
@@ -126,6 +130,8 @@ def uninstall(
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     entries = fmt.entries(text, where)
     changes: list[Change] = []
+    rebuilt: dict[str, dict[str, Any]] = {}
+    restored: dict[str, str] = {}
     for name in _chosen(entries, names, where):
         entry = entries[name]
         found = wrapped_by(entry, flavor) if isinstance(entry, dict) else None
@@ -135,15 +141,17 @@ def uninstall(
             continue
         kept = backup(backup_key(entry))
         if kept is not None:
-            text = fmt.restore_entry(text, name, kept.original_text)
+            restored[name] = kept.original_text
             changes.append(Change(name, "restored", "from its backup, as it was"))
             continue
-        rebuilt = unwrap(entry, flavor)
-        if rebuilt is None:
+        value = unwrap(entry, flavor)
+        if value is None:
             changes.append(Change(name, "skipped", "no backup, and its command cannot be read"))
             continue
-        text = fmt.set_entry(text, name, rebuilt)
+        rebuilt[name] = value
         changes.append(Change(name, "restored", "rebuilt from its command line (no backup found)"))
+    if rebuilt or restored:
+        text = fmt.edit(text, rebuilt, restored)
     return text, changes
 
 
