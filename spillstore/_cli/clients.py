@@ -240,7 +240,9 @@ def uninstall_command(
     place, target, snapshot = _open(client, scope, config, must_exist=True)
     folder = backup_dir(place)
     text, changes = ops.uninstall(
-        target.config(snapshot), names, backup=lambda key: files.load_backup(folder, key)
+        target.config(snapshot),
+        names,
+        backup=lambda key: files.load_backup(folder, key, path=target.path),
     )
     row = _row(target, snapshot, changes)
     _finish(row, snapshot, text, dry_run)

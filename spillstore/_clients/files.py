@@ -21,6 +21,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.ops import Backup
@@ -138,17 +139,17 @@ def diff(snapshot: Snapshot, text: str) -> str:
 def save_backup(folder: Path, backup: Backup, *, client: str, path: Path) -> None:
     """Keep ``backup`` in ``folder`` (made 0700), as a 0600 file written atomically.
 
+    One file per key holds a copy per config path (two configs can wrap an entry of the
+    same name to the same value, from originals written differently); the copy saved
+    last comes last.
+
     Raises:
         ClientConfigError: it cannot be written (then the install must not go ahead).
     """
-    record = {
-        "version": _BACKUP_VERSION,
-        "client": client,
-        "path": str(path),
-        "name": backup.name,
-        "original_text": backup.original_text,
-        "original": backup.original,
-    }
+    copies = _copies(folder, backup.key)
+    copies.pop(str(path), None)
+    copies[str(path)] = {"original_text": backup.original_text, "original": backup.original}
+    record = {"version": _BACKUP_VERSION, "client": client, "name": backup.name, "copies": copies}
     data = json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass")
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -168,11 +169,24 @@ def save_backup(folder: Path, backup: Backup, *, client: str, path: Path) -> Non
         ) from exc
 
 
-def load_backup(folder: Path, key: str) -> Backup | None:
-    """The backup kept under ``key``, or None (missing or unreadable: the entry is then
-    rebuilt from its command line)."""
+def _copies(folder: Path, key: str) -> dict[str, dict[str, Any]]:
     try:
         record = json.loads((folder / f"{key}.json").read_bytes().decode("utf-8", "surrogatepass"))
-        return Backup(key, str(record["name"]), str(record["original_text"]), record["original"])
-    except (OSError, ValueError, KeyError, TypeError):
+        copies = record["copies"]
+        return {
+            str(where): {"original_text": str(copy["original_text"]), "original": copy["original"]}
+            for where, copy in copies.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def load_backup(folder: Path, key: str, *, path: Path) -> Backup | None:
+    """The backup kept under ``key``: the copy made from ``path`` if there is one, else
+    the copy saved last (the config was moved); None when there is none or it cannot be
+    read (the entry is then rebuilt from its command line)."""
+    copies = _copies(folder, key)
+    if not copies:
         return None
+    copy = copies.get(str(path)) or list(copies.values())[-1]
+    return Backup(key, "", copy["original_text"], copy["original"])

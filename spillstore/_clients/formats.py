@@ -64,9 +64,15 @@ class Format(ABC):
 
 def match_newlines(before: str, after: str) -> str:
     """``after`` with lone ``\\n`` turned into ``\\r\\n`` when ``before`` used CRLF only."""
-    if "\r\n" in before and before.count("\n") == before.count("\r\n"):
-        return after.replace("\r\n", "\n").replace("\n", "\r\n")
-    return after
+    return _with_crlf(after, _crlf_only(before))
+
+
+def _crlf_only(text: str) -> bool:
+    return "\r\n" in text and text.count("\n") == text.count("\r\n")
+
+
+def _with_crlf(text: str, crlf: bool) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n") if crlf else text
 
 
 class JsonFormat(Format):
@@ -121,7 +127,8 @@ class JsonFormat(Format):
         self, text: str, values: Mapping[str, dict[str, Any]], originals: Mapping[str, str]
     ) -> str:
         nodes = self._nodes(text)
-        pieces = {name: match_newlines(text, original) for name, original in originals.items()}
+        crlf = _crlf_only(text)
+        pieces = {name: _with_crlf(original, crlf) for name, original in originals.items()}
         for name, value in values.items():
             pieces[name] = _patched(text, nodes[name], value)
         parts: list[str] = []
@@ -221,7 +228,12 @@ class TomlFormat(Format):
                 if key not in old or old[key] != item:
                     entry[key] = item
         for name, original in originals.items():
-            _restore(servers, name, original)
+            try:
+                _restore(servers, name, original)
+            except tomlkit.exceptions.TOMLKitError as exc:
+                raise ClientConfigError(
+                    f"a backup of {name!r} is not TOML: {exc}", path=name
+                ) from exc
         return match_newlines(text, doc.as_string())
 
     def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:

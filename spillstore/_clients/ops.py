@@ -68,10 +68,10 @@ class Backup:
     original: Any
 
 
-def backup_key(entry: Any) -> str:
-    """The key of a wrapped entry's backup: the SHA-256 of its value in canonical JSON
-    (so neither formatting, nor the file's place, nor other entries change it)."""
-    canonical = json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def backup_key(name: str, entry: Any) -> str:
+    """The key of a wrapped entry's backup: the SHA-256 of its name and value in canonical
+    JSON (so neither formatting, nor the file's place, nor other entries change it)."""
+    canonical = json.dumps([name, entry], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -112,7 +112,7 @@ def install(
         changes.append(Change(name, "wrapped", describe(wrapped, flavor).removeprefix("wrapped ")))
     originals = fmt.entry_texts(text, values)
     backups = [
-        Backup(backup_key(value), name, originals[name], entries[name])
+        Backup(backup_key(name, value), name, originals[name], entries[name])
         for name, value in values.items()
     ]
     text = fmt.edit(text, values, {}) if values else text
@@ -125,13 +125,14 @@ def uninstall(
     """Restore the named servers that spillstore wraps (every one with ``names=None``).
 
     Args:
-        backup: the backup kept under a key, or None.
+        backup: the backup kept under a key, or None. A backup whose text does not
+            read back as the value it recorded is not trusted: its value is written.
     """
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     entries = fmt.entries(text, where)
     changes: list[Change] = []
     rebuilt: dict[str, dict[str, Any]] = {}
-    restored: dict[str, str] = {}
+    kept: dict[str, Backup] = {}
     for name in _chosen(entries, names, where):
         entry = entries[name]
         found = wrapped_by(entry, flavor) if isinstance(entry, dict) else None
@@ -139,9 +140,9 @@ def uninstall(
             if names is not None:
                 changes.append(Change(name, "skipped", "not wrapped by spillstore"))
             continue
-        kept = backup(backup_key(entry))
-        if kept is not None:
-            restored[name] = kept.original_text
+        saved = backup(backup_key(name, entry))
+        if saved is not None:
+            kept[name] = saved
             changes.append(Change(name, "restored", "from its backup, as it was"))
             continue
         value = unwrap(entry, flavor)
@@ -150,9 +151,32 @@ def uninstall(
             continue
         rebuilt[name] = value
         changes.append(Change(name, "restored", "rebuilt from its command line (no backup found)"))
-    if rebuilt or restored:
-        text = fmt.edit(text, rebuilt, restored)
-    return text, changes
+    if not (rebuilt or kept):
+        return text, changes
+    misfits = _misfits(config, rebuilt, kept)
+    for name in misfits:  # a backup text that does not read back as its value: use the value
+        rebuilt[name] = kept.pop(name).original
+    changes = [
+        Change(c.name, c.action, "from its backup's values (its text did not fit)")
+        if c.name in misfits
+        else c
+        for c in changes
+    ]
+    originals = {name: saved.original_text for name, saved in kept.items()}
+    return fmt.edit(text, rebuilt, originals), changes
+
+
+def _misfits(
+    config: Config, rebuilt: dict[str, dict[str, Any]], kept: dict[str, Backup]
+) -> set[str]:
+    """The backups whose text, put back, does not read as the value they recorded
+    (edited by hand, or from another client's file)."""
+    originals = {name: saved.original_text for name, saved in kept.items()}
+    try:
+        after = config.fmt.entries(config.fmt.edit(config.text, rebuilt, originals), config.where)
+    except ClientConfigError:
+        return set(kept)
+    return {name for name, saved in kept.items() if after.get(name) != saved.original}
 
 
 def status(config: Config) -> list[Change]:

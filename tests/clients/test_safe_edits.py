@@ -253,3 +253,36 @@ def test_status_json_lists_each_file_and_server(project: Path, cli: Cli) -> None
         "action": "seen",
         "detail": "wrapped (default options): -- uvx mcp-server-git",
     }
+
+
+def test_each_config_gets_its_own_original_back(project: Path, tmp_path: Path, cli: Cli) -> None:
+    """The same server, written differently in two configs, wraps to the same entry; each
+    file still gets its own text back."""
+    other = tmp_path / "other.json"
+    other.write_text(
+        '{"mcpServers": {"git": {"command": "uvx",\n  "args": [\n    "mcp-server-git"\n  ]}}}\n',
+        encoding="utf-8",
+    )
+    first = other.read_bytes()
+    cli.install("--server", "git")
+    cli("install", "claude-code", "--config", str(other), "--launcher", LAUNCHER, "--all")
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    cli("uninstall", "claude-code", "--config", str(other), "--all")
+    assert project.read_text(encoding="utf-8") == CONFIG
+    assert other.read_bytes() == first
+
+
+def test_a_backup_that_does_not_fit_gives_its_values_not_its_text(project: Path, cli: Cli) -> None:
+    """A backup edited by hand whose text no longer reads as the value it recorded is not
+    spliced in: the recorded value is written instead, and the output says so."""
+    cli.install("--server", "git")
+    [backup] = backups(project)
+    record = json.loads(backup.read_text(encoding="utf-8"))
+    for copy in record["copies"].values():
+        copy["original_text"] = '{"command": "rm", "args": ["-rf", "/"]'
+    backup.write_text(json.dumps(record), encoding="utf-8")
+    code, out = cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert code == 0, out
+    assert "git: restored - from its backup's values (its text did not fit)" in out
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    assert servers["mcpServers"]["git"] == {"command": "uvx", "args": ["mcp-server-git"]}
