@@ -14,7 +14,7 @@ CLIENT is one of :data:`~spillstore._clients.registry.CLIENTS` (``claude-code``,
 without ``--scope`` shows every scope. ``--config`` edits that file instead of the
 client's own (same format). ``--launcher`` is how the client should run spillstore
 (default: the absolute path of this ``spillstore``, since GUI clients start servers with
-a bare ``PATH``).
+a bare ``PATH``; else ``python -m spillstore._cli`` with this interpreter).
 
 Each file is printed with what happened to each server (``wrapped``, ``restored``,
 ``added``, ``skipped`` with the reason); ``--json`` prints ``{"version": 1, "command",
@@ -148,7 +148,9 @@ def _launcher(given: str | None) -> list[str]:
     if program.name.removesuffix(".exe") == "spillstore" and program.is_file():
         return [str(program.resolve())]
     found = shutil.which("spillstore")
-    return [str(Path(found).resolve())] if found else ["spillstore"]
+    if found:
+        return [str(Path(found).resolve())]
+    return [sys.executable, "-m", "spillstore._cli"]  # run as a module: the same interpreter
 
 
 def _report(ctx: typer.Context, command: str, dry_run: bool, rows: list[dict[str, Any]]) -> None:

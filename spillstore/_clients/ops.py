@@ -3,7 +3,7 @@
 Each function takes the text and returns the new text plus what happened to each server
 (:class:`Change`); the caller reads and writes the file (:mod:`~spillstore._clients.files`).
 ``install`` also returns the :class:`Backup` of every entry it wrapped: the entry's exact
-original text, keyed by the wrapped entry's value (:func:`backup_key`), so ``uninstall``
+original text, keyed by the wrapped entry's name and value (:func:`backup_key`), so ``uninstall``
 finds it wherever the file has moved and whatever else changed in it. With a backup,
 ``uninstall`` puts the original text back byte for byte; without one, it rebuilds the
 entry from the wrapped command line (:func:`~spillstore._clients.wrap.unwrap`: the same

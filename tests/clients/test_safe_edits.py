@@ -286,3 +286,20 @@ def test_a_backup_that_does_not_fit_gives_its_values_not_its_text(project: Path,
     assert "git: restored - from its backup's values (its text did not fit)" in out
     servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
     assert servers["mcpServers"]["git"] == {"command": "uvx", "args": ["mcp-server-git"]}
+
+
+def test_a_module_launcher_is_recognised_as_spillstore(project: Path, cli: Cli) -> None:
+    """``python -m spillstore._cli`` (the fallback when no spillstore script is found)
+    counts as spillstore: a second install skips it, uninstall restores it."""
+    launcher = ["install", "claude-code", "--scope", "project", "--launcher"]
+    module = "/usr/bin/python3 -m spillstore._cli"
+    cli(*launcher, module, "--server", "git")
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    assert servers["mcpServers"]["git"] == {
+        "command": "/usr/bin/python3",
+        "args": ["-m", "spillstore._cli", "mcp", "proxy", "--", "uvx", "mcp-server-git"],
+    }
+    _, out = cli(*launcher, module, "--server", "git")
+    assert "git: skipped - already wrapped by spillstore" in out
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert project.read_text(encoding="utf-8") == CONFIG
