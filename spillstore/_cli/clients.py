@@ -159,7 +159,7 @@ def _report(ctx: typer.Context, command: str, dry_run: bool, rows: list[dict[str
         return
     for row in rows:
         write(f"{row['client']} ({row['scope']}): {row['path']}\n")
-        if not row["exists"]:
+        if not row["exists"] and not row["servers"]:
             write("  no such file\n")
         elif not row["servers"]:
             write("  no servers\n")

@@ -165,7 +165,7 @@ class JsonFormat(Format):
 def _patched(text: str, node: jsonc.Node, value: dict[str, Any]) -> str:
     """The text of entry ``node`` patched to ``value``: changed keys rewritten where they
     stand, removed keys gone, new keys last; the rest of the entry as it was."""
-    prefix = _indent_before(text, node.start)
+    prefix = jsonc.leading_indent(text, node.start)
     piece = prefix + text[node.start : node.end]
     old: dict[str, Any] = dict(node.value)
     for key in old:
@@ -175,14 +175,6 @@ def _patched(text: str, node: jsonc.Node, value: dict[str, Any]) -> str:
         if key not in old or old[key] != item:
             piece = jsonc.set_member(piece, jsonc.parse(piece), key, item)
     return piece[len(prefix) :]
-
-
-def _indent_before(text: str, pos: int) -> str:
-    """The indent of the line ``pos`` is on (spaces and tabs only)."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    line = text[line_start:pos]
-    stripped = line.lstrip(" \t")
-    return line[: len(line) - len(stripped)]
 
 
 class TomlFormat(Format):

@@ -28,6 +28,7 @@ __all__ = [
     "Node",
     "dumps",
     "insert_member",
+    "leading_indent",
     "newline_of",
     "parse",
     "remove_member",
@@ -260,9 +261,16 @@ def _on_own_line(text: str, pos: int) -> bool:
     return not text[line_start:pos].strip()
 
 
+def leading_indent(text: str, pos: int) -> str:
+    """The spaces and tabs that start the line ``pos`` is on."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    line = text[line_start:pos]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
 def _indent_step(text: str, node: Node) -> tuple[str, str]:
     """The indent of ``node``'s members and one indent step, as written in ``text``."""
-    outer = _line_indent(text, node.start)
+    outer = leading_indent(text, node.start)
     members = node.members or []
     if members and _on_own_line(text, members[0].start):
         inner = _line_indent(text, members[0].start)
@@ -288,7 +296,7 @@ def insert_member(text: str, node: Node, key: str, value: Any) -> str:
     pair = f"{dumps(key)}: {render(value, inner, step, newline)}"
     members = node.members or []
     if not members:
-        closing = _line_indent(text, node.end - 1)
+        closing = leading_indent(text, node.start)
         return (
             text[: node.start + 1]
             + newline

@@ -303,3 +303,25 @@ def test_a_module_launcher_is_recognised_as_spillstore(project: Path, cli: Cli) 
     assert "git: skipped - already wrapped by spillstore" in out
     cli("uninstall", "claude-code", "--scope", "project", "--all")
     assert project.read_text(encoding="utf-8") == CONFIG
+
+
+def test_add_nests_a_new_project_entry_in_the_files_own_indent(project: Path, cli: Cli) -> None:
+    """Claude Code's local scope: a server for a project not yet in ``~/.claude.json`` is
+    added under ``projects.CWD.mcpServers``, indented like the rest of the file."""
+    claude = project.parent.parent / "home" / ".claude.json"
+    claude.write_text('{\n  "projects": {\n    "/other": {}\n  }\n}\n', encoding="utf-8")
+    code, out = cli(
+        "add", "claude-code", "git", "--scope", "local", "--launcher", "/s", "--", "uvx"
+    )
+    assert code == 0, out
+    key = json.dumps(str(project.parent))
+    assert claude.read_text(encoding="utf-8") == (
+        '{\n  "projects": {\n    "/other": {},\n'
+        f"    {key}: {{\n"
+        '      "mcpServers": {\n'
+        '        "git": {\n'
+        '          "type": "stdio",\n'
+        '          "command": "/s",\n'
+        '          "args": ["mcp", "proxy", "--", "uvx"]\n'
+        "        }\n      }\n    }\n  }\n}\n"
+    )
