@@ -61,16 +61,28 @@ if TYPE_CHECKING:
     from spillstore._settings import Settings
     from spillstore._stores.local import LocalStore
 
-__all__ = ["PROGRESS_REFRESH_PER_SECOND", "READ_CHUNK_BYTES", "RunOutcome", "app", "stream"]
+__all__ = [
+    "PIPE_BYTES",
+    "PROGRESS_REFRESH_PER_SECOND",
+    "READ_CHUNK_BYTES",
+    "RunOutcome",
+    "app",
+    "stream",
+]
 
 READ_CHUNK_BYTES = 256 * 1024
 """``run`` reads the command's pipe up to this many bytes at a time.
 
-The pipe is widened to this size where the system allows (Linux ``F_SETPIPE_SZ``), so
-a fast command fills it and each read takes a large piece: the per-read work of the
-accumulator and writer is then paid about 4 times less often than for 64 KiB pieces.
-Larger reads measured no faster and cost memory (a 1 GiB output must peak within 4 MiB
-of a 1 MiB one)."""
+A fast command keeps the (widened) pipe full, so each read takes a large piece: the
+per-read work of the accumulator and writer is paid about 4 times less often than for
+64 KiB pieces. Larger reads measured no faster and cost memory (a 1 GiB output must peak
+within 4 MiB of a 1 MiB one)."""
+
+PIPE_BYTES = 1024 * 1024
+"""The command's pipe is widened to this size where the system allows (Linux
+``F_SETPIPE_SZ``, up to ``/proc/sys/fs/pipe-max-size``): the command can run further
+ahead of spillstore before it waits, which matters on a busy machine. The buffer is the
+kernel's, not spillstore's memory."""
 
 PROGRESS_REFRESH_PER_SECOND = 10
 """The live progress line on a terminal is redrawn this often."""
@@ -312,13 +324,13 @@ class _Meter:
 
 
 def _widen_pipe(fd: int) -> None:
-    """Ask for a :data:`READ_CHUNK_BYTES` pipe; keep the default where that is refused."""
+    """Ask for a :data:`PIPE_BYTES` pipe; keep the default where that is refused."""
     import fcntl  # noqa: PLC0415
 
     set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
     if set_size is not None:
         with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep it
-            fcntl.fcntl(fd, set_size, READ_CHUNK_BYTES)
+            fcntl.fcntl(fd, set_size, PIPE_BYTES)
 
 
 def _start(argv: list[str]) -> subprocess.Popen[bytes]:
