@@ -30,29 +30,23 @@ PIPELINE_QUEUE_BATCHES: Final = 2
 
 
 class _Worker:
-    """One stage of the pipeline: a thread applying ``step`` to each item of queued batches.
-
-    Batches, not single pieces, cross the thread boundary: a queue hand-over costs a few
-    microseconds and can wake a thread, so one per 64 KiB read was measurable.
-    """
+    """One stage of the pipeline: a thread applying ``step`` to queued buffers, in order."""
 
     def __init__(self, step: Callable[[Any], object], pipeline: Pipeline, name: str) -> None:
         self._step = step
         self._pipeline = pipeline
-        self._queue: queue.Queue[list[Any] | None] = queue.Queue(maxsize=PIPELINE_QUEUE_BATCHES)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=PIPELINE_QUEUE_BATCHES)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def put(self, batch: list[Any]) -> None:
-        self._queue.put(batch)
+    def put(self, item: object) -> None:
+        self._queue.put(item)
 
     def _run(self) -> None:
-        step = self._step
-        while (batch := self._queue.get()) is not None:
+        while (item := self._queue.get()) is not None:
             if self._pipeline.error is None and not self._pipeline.aborted:
                 try:
-                    for item in batch:
-                        step(item)
+                    self._step(item)
                 except BaseException as exc:  # handed to the caller's thread
                     self._pipeline.error = exc
 
@@ -66,10 +60,12 @@ class Pipeline:
 
     ``hashlib`` (on large buffers) and file writes both release the GIL, so hashing
     batch *i*, writing batch *i* and the caller counting the pieces of batch *i+1* run at
-    the same time. Pieces are handed over in batches of about
-    :data:`PIPELINE_BATCH_BYTES`; bounded queues keep memory flat (at most
-    ``PIPELINE_QUEUE_BATCHES + 2`` batches in flight, the two stages sharing the pieces
-    they both see); order is kept within each stage.
+    the same time. Pieces are handed over as one buffer per batch of about
+    :data:`PIPELINE_BATCH_BYTES`: a queue hand-over can wake a thread, and every return
+    from hashlib or the sink must take the GIL back, which waits while the caller's
+    thread is busy, so one hand-over per 64 KiB piece was measurable. Bounded queues keep
+    memory flat (at most ``PIPELINE_QUEUE_BATCHES + 2`` batches in flight per stage);
+    order is kept within each stage.
     """
 
     def __init__(self, sink: Sink) -> None:
@@ -108,11 +104,14 @@ class Pipeline:
 
     def _hand_over(self) -> None:
         assert self._workers is not None
+        # One buffer a batch (a lone bytes piece is not copied): each call into hashlib or
+        # the sink gives up the GIL and must take it back, which waits while the
+        # producer's thread is busy counting.
         if self._to_hash:
-            self._workers[0].put(self._to_hash)
+            self._workers[0].put(_joined(self._to_hash))
             self._to_hash = []
         if self._to_write:
-            self._workers[1].put(self._to_write)
+            self._workers[1].put(_joined(self._to_write))
             self._to_write = []
         self._batched = 0
 
@@ -143,3 +142,7 @@ class Pipeline:
         self._to_hash, self._to_write = [], []
         self.aborted = True
         self._stop()
+
+
+def _joined(pieces: list[bytes | memoryview]) -> bytes | memoryview:
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
