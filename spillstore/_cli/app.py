@@ -25,7 +25,7 @@ refuse it).
 
 ``run`` starts the command without a shell, with stdout and stderr on **one pipe**, so
 the saved output holds both, merged in exactly the order the command wrote them. It reads
-the pipe in 64 KiB chunks into the service's :class:`~spillstore.OutputAccumulator`
+the pipe up to 256 KiB at a time into the service's :class:`~spillstore.OutputAccumulator`
 (memory stays flat whatever the output size), prints exactly the text the model would
 see (its parts joined by a newline, then a final newline), and exits with the command's
 status, which also goes into the suffix: ``exit code N``, or ``killed by signal NAME``
