@@ -11,6 +11,7 @@ Commands (``spillstore COMMAND --help`` for every option)::
     spillstore rm SPILL...
     spillstore gc [--max-age 7d] [--max-total 1GB] [--max-files N] [--grace 10m] [--dry-run]
     spillstore clean [--session S] [--yes]
+    spillstore check [--fix]
     spillstore demo
 
 Every command takes ``--dir`` (else ``SPILLSTORE_DIR``, else the user cache dir) and
@@ -85,6 +86,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rm": ("spillstore._cli.spills", "Delete spills."),
     "gc": ("spillstore._cli.spills", "Remove old spills and crash leftovers."),
     "clean": ("spillstore._cli.spills", "Remove every spill of a session."),
+    "check": ("spillstore._cli.check", "Find and repair problems in the store (--fix)."),
     "demo": ("spillstore._cli.demo", "See the whole idea in one command."),
     "mcp": (
         "spillstore._cli.mcp",
@@ -139,7 +141,7 @@ app = command_app(
 
 
 @app.callback(invoke_without_command=True)
-@takes_global_options("dir", "session", "json", first=True)
+@takes_global_options("dir", "session", "json", "force_root", first=True)
 def _root(
     ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,

@@ -119,7 +119,7 @@ def run(
         fail("run: no command given; usage: spillstore run [OPTIONS] -- CMD [ARGS]...", EXIT_USAGE)
     with store_errors():
         chosen = _run_settings(ctx, max_bytes, retain)
-        store = open_store(chosen)
+        store = open_store(chosen, ctx)
     name = tool_name if tool_name is not None else os.path.basename(argv[0]) or "run"
     outcome = stream(argv, chosen, store, tool_name=name, tool_call_id=call_id)
     try:

@@ -37,7 +37,9 @@ from spillstore._stores.meta import (
 
 __all__ = [
     "CREATE_FLAGS",
+    "DIR_FLAGS",
     "READ_FLAGS",
+    "SESSION_MARKER",
     "TEMP_RE",
     "LocalReader",
     "LocalRoot",
@@ -54,8 +56,12 @@ logger = logging.getLogger("spillstore")
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json)")
-"""The name of a file being written (data, index or sidecar)."""
+TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json|gone|mark)")
+"""The name of a file being written (data, index, sidecar, tombstone or marker)."""
+
+SESSION_MARKER: Final = ".session"
+"""The empty file in every session directory the store created (``gc`` removes only
+those directories)."""
 
 SESSION_CACHE_SIZE: Final = 65536
 """Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions)."""
@@ -211,6 +217,7 @@ class LocalRoot:
         validate_session(session)
         root_fd = self.open()
         path = os.path.join(self.path, session)
+        made = False
         try:
             try:
                 fd = os.open(session, DIR_FLAGS, dir_fd=root_fd)
@@ -219,6 +226,7 @@ class LocalRoot:
                     return -1
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(session, 0o700, dir_fd=root_fd)
+                    made = True
                 fd = os.open(session, DIR_FLAGS, dir_fd=root_fd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -233,7 +241,22 @@ class LocalRoot:
         except BaseException:
             os.close(fd)
             raise
+        if made:
+            self.mark_session(fd)
         return fd
+
+    @staticmethod
+    def mark_session(dir_fd: int) -> None:
+        """Mark a session directory as the store's (an empty ``.session``; idempotent).
+
+        Best effort: an unmarked session directory is only never removed by ``gc``.
+        """
+        try:
+            os.close(os.open(SESSION_MARKER, CREATE_FLAGS, 0o600, dir_fd=dir_fd))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            logger.warning("session directory not marked: %s", exc)
 
     @contextlib.contextmanager
     def session_dir(self, session: str) -> Iterator[int]:
@@ -264,15 +287,26 @@ class LocalRoot:
         """Yield ``(session, dir_fd, entries)`` for ``session``, or for every session.
 
         A session directory that does not exist is skipped; ``dir_fd`` stays open until
-        the next item is asked for.
+        the next item is asked for. When scanning every session, a session directory
+        that cannot be used (a symlink, another user's, writable by others) is skipped
+        with a warning, so one bad entry never stops the others.
         """
         for name in [session] if session is not None else self.session_names():
-            with self.session_dir(name) as dir_fd:
-                if dir_fd < 0:
-                    continue
-                with os.scandir(dir_fd) as entries:
+            try:
+                fd = self.open_session(name, create=False)
+            except StoreError as exc:
+                if session is not None:
+                    raise
+                logger.warning("skipping session %s: %s", name, exc.strerror or exc)
+                continue
+            if fd < 0:
+                continue
+            try:
+                with os.scandir(fd) as entries:
                     listed = builtins.list(entries)
-                yield name, dir_fd, listed
+                yield name, fd, listed
+            finally:
+                os.close(fd)
 
     def data_path(self, meta: SpillMeta) -> str:
         """The absolute path of a spill's data file (symlinks in the root resolved)."""
@@ -304,6 +338,10 @@ class LocalRoot:
             fd = os.open(f"{spill_id}.json", READ_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
             return None
+        except OSError as exc:  # ELOOP: a symlink; the entry is bad, not the store
+            raise StoreError(
+                exc.errno, f"the sidecar of spill {spill_id} cannot be opened: {exc.strerror}"
+            ) from exc
         try:
             raw = read_all(fd, MAX_SIDECAR_BYTES, f"the sidecar of spill {spill_id}")
         finally:
@@ -323,6 +361,9 @@ class LocalRoot:
         try:
             fd = os.open(f"{spill_id}.gone", READ_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.warning("unreadable tombstone of spill %s: %s", spill_id, exc)
             return None
         try:
             raw = read_all(fd, TOMBSTONE_MAX_BYTES, "a tombstone")
