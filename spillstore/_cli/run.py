@@ -92,7 +92,7 @@ def run(
             "--retain",
             metavar="SIZE",
             help='Retention cap: the most bytes saved (first and last ones), or "off". '
-            "Default: $SPILLSTORE_RETENTION_BYTES, else 10MiB.",
+            "Default: $SPILLSTORE_RETENTION_BYTES, else 256MiB.",
         ),
     ] = None,
     tool_name: Annotated[
