@@ -36,6 +36,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 import platformdirs
 
@@ -65,7 +66,7 @@ from spillstore._stores.local_gc import (
     remove_orphan,
     remove_session_dir,
 )
-from spillstore._stores.local_marks import mark_root, refuse_special_root
+from spillstore._stores.local_marks import STORE_FORMAT, mark_root, refuse_special_root
 from spillstore._stores.local_sink import LocalSink
 from spillstore._stores.meta import MAX_INDEX_BYTES, SpillMeta, tombstone_record
 from spillstore._stores.writer import Sink
@@ -110,6 +111,9 @@ class LocalStore(Store):
         StoreError: the root cannot be created.
     """
 
+    _FORMAT: ClassVar[int] = STORE_FORMAT
+    """The on-disk format this class keeps (see :mod:`~spillstore._stores.local_marks`)."""
+
     def __init__(
         self,
         root: str | os.PathLike[str] | None = None,
@@ -132,7 +136,7 @@ class LocalStore(Store):
             make_dirs(path)
             check_dir(os.lstat(path), path, "store root")
             self._root = LocalRoot(path)
-            mark_root(self._root, force=force_root)
+            mark_root(self._root, force=force_root, fmt=self._FORMAT)
         self._tombstone_ttl = tombstone_ttl
 
     @property
@@ -247,7 +251,13 @@ class LocalStore(Store):
                 self._remove_names(session, spill_id, reason="check", now=now)
 
             with map_os_errors("cannot check the store"):
-                return audit(self._root, fix=fix, remove_spill=remove)
+                return audit(
+                    self._root,
+                    fix=fix,
+                    remove_spill=remove,
+                    recorded=self._recorded,
+                    published=self._published,
+                )
 
     acheck = method_twin(check)
 
@@ -275,6 +285,7 @@ class LocalStore(Store):
             for name, dir_fd, listed in self._root.scan(session):
                 entries = [e for e in listed if e.is_file(follow_symlinks=False)]
                 names = {e.name for e in entries}
+                names |= {f"{spill_id}.json" for spill_id in self._recorded(name)}
                 for entry in entries:
                     if not is_orphan_name(entry.name, names):
                         continue
@@ -302,9 +313,25 @@ class LocalStore(Store):
     def _unlinker(self, session: str, name: str) -> Callable[[], bool]:
         def remove() -> bool:  # decided again, under the file's lock (see local_gc)
             with self._root.session_dir(session) as dir_fd:
-                return dir_fd >= 0 and remove_orphan(name, dir_fd)
+                return dir_fd >= 0 and remove_orphan(name, dir_fd, self._published(dir_fd))
 
         return remove
+
+    def _published(self, dir_fd: int) -> Callable[[str], bool]:
+        """Whether the spill ``spill_id`` of the session ``dir_fd`` is visible (read fresh)."""
+
+        def published(spill_id: str) -> bool:
+            try:
+                os.stat(f"{spill_id}.json", dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            return True
+
+        return published
+
+    def _recorded(self, session: str) -> set[str]:
+        """The ids of ``session`` whose record is not a file of the session (catalog)."""
+        return set()
 
     def _after_gc(self, *, now: float) -> None:
         with map_os_errors("cannot prune tombstones"):
@@ -369,7 +396,8 @@ class LocalStore(Store):
             or (retention_bytes is not None and st.st_size > retention_bytes)
         ):
             return None
-        sink = LocalSink(self._root, session)
+        sink = self._create(session)
+        assert isinstance(sink, LocalSink)
         if not sink.adopt(path, st):
             sink.discard()
             return None

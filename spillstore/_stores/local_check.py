@@ -35,7 +35,7 @@ from spillstore._stores.local_files import (
     unlink_quiet,
 )
 from spillstore._stores.local_gc import in_use, is_orphan_name, remove_orphan
-from spillstore._stores.local_marks import MARKER, is_store_name
+from spillstore._stores.local_marks import CATALOG_FILES, MARKER, is_store_name
 
 __all__ = ["CheckReport", "Problem", "ProblemKind", "Remover", "audit"]
 
@@ -65,14 +65,26 @@ class CheckReport:
         return all(p.fixed or p.kind == "foreign" for p in self.problems)
 
 
+ROOT_FILES = frozenset({MARKER, ".gc.lock", *CATALOG_FILES})
+"""The files of the root the store makes."""
+
 Remover = Callable[[str, str], None]
 """Removes a damaged spill by ``(session, spill_id)``, leaving a tombstone."""
 
 
-def audit(root: LocalRoot, *, fix: bool, remove_spill: Remover) -> CheckReport:
+def audit(
+    root: LocalRoot,
+    *,
+    fix: bool,
+    remove_spill: Remover,
+    recorded: Callable[[str], set[str]],
+    published: Callable[[int], Callable[[str], bool]],
+) -> CheckReport:
     """Check every entry of the store at ``root``; repair what can be with ``fix``.
 
-    ``remove_spill(session, spill_id)`` removes a damaged spill, leaving a tombstone.
+    ``remove_spill(session, spill_id)`` removes a damaged spill, leaving a tombstone;
+    ``recorded(session)`` names the spills recorded outside the session's files (the
+    catalog's); ``published(dir_fd)(spill_id)`` says, fresh, whether a spill is visible.
     """
     problems: list[Problem] = []
     root_fd = root.open()
@@ -80,7 +92,7 @@ def audit(root: LocalRoot, *, fix: bool, remove_spill: Remover) -> CheckReport:
         with os.scandir(root_fd) as listing:
             entries = sorted(listing, key=lambda e: e.name)
         for entry in entries:
-            if entry.name in (MARKER, ".gc.lock") or TEMP_RE.fullmatch(entry.name):
+            if entry.name in ROOT_FILES or TEMP_RE.fullmatch(entry.name):
                 problems += _check_file(root_fd, entry.name, entry.name, fix=fix)
             elif not is_session(entry.name):
                 problems.append(Problem("foreign", entry.name, "not a name spillstore makes"))
@@ -88,7 +100,13 @@ def audit(root: LocalRoot, *, fix: bool, remove_spill: Remover) -> CheckReport:
                 problems.append(_bad_session(root_fd, entry.name, fix=fix))
             else:
                 problems += _check_session(
-                    root, root_fd, entry.name, fix=fix, remove_spill=remove_spill
+                    root,
+                    root_fd,
+                    entry.name,
+                    fix=fix,
+                    remove_spill=remove_spill,
+                    recorded=recorded(entry.name),
+                    published=published,
                 )
     finally:
         os.close(root_fd)
@@ -155,7 +173,14 @@ def _session_fd(root_fd: int, name: str) -> Iterator[int]:
 
 
 def _check_session(
-    root: LocalRoot, root_fd: int, name: str, *, fix: bool, remove_spill: Remover
+    root: LocalRoot,
+    root_fd: int,
+    name: str,
+    *,
+    fix: bool,
+    remove_spill: Remover,
+    recorded: set[str],
+    published: Callable[[int], Callable[[str], bool]],
 ) -> list[Problem]:
     problems: list[Problem] = []
     st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
@@ -165,8 +190,8 @@ def _check_session(
         problems.append(_chmod(root_fd, name, name, st, 0o700, fix=fix))
     with _session_fd(root_fd, name) as dir_fd, os.scandir(dir_fd) as listing:
         entries = {e.name: e for e in listing}
-        names = set(entries)
-        has_spills = False
+        names = set(entries) | {f"{spill_id}.json" for spill_id in recorded}
+        has_spills = bool(recorded)
         for entry_name in sorted(names):
             where = f"{name}/{entry_name}"
             if not is_store_name(entry_name):
@@ -182,7 +207,9 @@ def _check_session(
                     root, dir_fd, name, stem, fix=fix, remove_spill=remove_spill
                 )
             elif is_orphan_name(entry_name, names):
-                problems += _check_orphan(dir_fd, entry_name, where, fix=fix)
+                problems += _check_orphan(
+                    dir_fd, entry_name, where, fix=fix, published=published(dir_fd)
+                )
             elif ext == "gone":  # a spill's own files are checked with its sidecar
                 problems += _check_file(dir_fd, entry_name, where, fix=fix)
         if has_spills and SESSION_MARKER not in names:
@@ -192,7 +219,9 @@ def _check_session(
     return problems
 
 
-def _check_orphan(dir_fd: int, name: str, where: str, *, fix: bool) -> list[Problem]:
+def _check_orphan(
+    dir_fd: int, name: str, where: str, *, fix: bool, published: Callable[[str], bool]
+) -> list[Problem]:
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -202,7 +231,7 @@ def _check_orphan(dir_fd: int, name: str, where: str, *, fix: bool) -> list[Prob
         return [Problem("bad_entry", where, _why_bad(st), fixed)]
     if in_use(name, dir_fd):
         return []  # a live writer's
-    fixed = fix and remove_orphan(name, dir_fd)
+    fixed = fix and remove_orphan(name, dir_fd, published)
     return [Problem("orphan", where, f"{st.st_size} bytes left by a writer that died", fixed)]
 
 

@@ -21,6 +21,7 @@ import fcntl
 import logging
 import os
 import stat
+from collections.abc import Callable
 from typing import Final
 
 from spillstore._core.ids import is_spill_id
@@ -98,11 +99,12 @@ def in_use(name: str, dir_fd: int) -> bool:
     return False
 
 
-def remove_orphan(name: str, dir_fd: int) -> bool:
+def remove_orphan(name: str, dir_fd: int, published: Callable[[str], bool]) -> bool:
     """Remove the leftover ``name`` if, looked at again under its lock, it still is one.
 
     Returns whether it was removed. A file whose lock a live writer holds, a data or
-    index file whose sidecar now exists, or a file replaced since it was listed stays.
+    index file whose spill is now published (``published(spill_id)``, read fresh: its
+    sidecar, or its catalog row), or a file replaced since it was listed stays.
     """
     stem = name.rpartition(".")[0]
     guard, final = _guard(name, dir_fd)
@@ -115,7 +117,7 @@ def remove_orphan(name: str, dir_fd: int) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False  # a live writer's
-        if final and _exists(f"{stem}.json", dir_fd):
+        if final and published(stem):
             return False  # published since the listing
         if guard == name:
             try:

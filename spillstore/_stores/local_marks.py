@@ -39,6 +39,8 @@ from spillstore._stores.local_files import (
 )
 
 __all__ = [
+    "CATALOG_FILES",
+    "CATALOG_FORMAT",
     "MARKER",
     "STORE_FORMAT",
     "is_store_name",
@@ -52,12 +54,22 @@ MARKER: Final = ".spillstore"
 """The marker file of a store root."""
 
 STORE_FORMAT: Final = 1
-"""The on-disk format this version writes (and the newest it reads)."""
+"""The on-disk format of :class:`~spillstore.LocalStore`: a sidecar and an index file
+beside each data file."""
+
+CATALOG_FORMAT: Final = 2
+"""The on-disk format of the catalog store: one data file per spill, metadata, line
+indexes and tombstones in ``catalog.sqlite3`` (see :mod:`~spillstore._stores.local_catalog`)."""
+
+CATALOG_FILES: Final = frozenset({"catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"})
+"""The catalog's database and SQLite's companions (root-level names the store makes)."""
+
+_FORMAT_NAMES: Final = {STORE_FORMAT: "files", CATALOG_FORMAT: "catalog"}
 
 MARKER_MAX_BYTES: Final = 4096
 
 _SPILL_FILE_RE: Final = re.compile(r"(?P<id>[a-z0-9_]+-[0-9a-f]+)\.(?:out|idx|json|gone)")
-_ROOT_NAMES: Final = frozenset({MARKER, ".gc.lock"})
+_ROOT_NAMES: Final = frozenset({MARKER, ".gc.lock", *CATALOG_FILES})
 
 
 def is_store_name(name: str) -> bool:
@@ -89,19 +101,24 @@ def refuse_special_root(path: str) -> None:
         )
 
 
-def mark_root(root: LocalRoot, *, force: bool) -> None:
-    """Make sure the root carries the marker, writing it if the directory may be ours.
+def mark_root(root: LocalRoot, *, force: bool, fmt: int = STORE_FORMAT) -> None:
+    """Make sure the root carries the marker of format ``fmt``, writing it if the
+    directory may be ours.
 
     Raises:
         UnsafeStoreRoot: the directory is not empty and not a store, or its marker is not
             a regular file or not spillstore's.
-        StoreError: the marker names a newer format, or cannot be written.
+        StoreError: the marker names another format (a newer one, or the other layout),
+            or cannot be written.
     """
     root_fd = root.open()
     try:
         for _ in range(3):
-            if _read_marker(root_fd, root.path):
+            found = _read_marker(root_fd, root.path)
+            if found == fmt:
                 return
+            if found is not None:
+                raise _wrong_format(root.path, found, fmt)
             foreign = _foreign_entries(root_fd)
             if foreign and not force:
                 shown = ", ".join(repr(name) for name in foreign[:3])
@@ -111,8 +128,10 @@ def mark_root(root: LocalRoot, *, force: bool) -> None:
                     f"store (it holds {shown}); choose an empty or new directory, or pass "
                     "--force-root to use it anyway",
                 )
+            if fmt != STORE_FORMAT and not force and _holds_spills(root_fd):
+                raise _wrong_format(root.path, STORE_FORMAT, fmt)
             _mark_sessions(root, root_fd)
-            payload = json.dumps({"spillstore": "store", "format": STORE_FORMAT}).encode()
+            payload = json.dumps({"spillstore": "store", "format": fmt}).encode()
             if _link_new(root_fd, MARKER, payload + b"\n"):
                 logger.info("marked %s as a spillstore store", root.path)
                 return
@@ -121,12 +140,36 @@ def mark_root(root: LocalRoot, *, force: bool) -> None:
         os.close(root_fd)
 
 
-def _read_marker(root_fd: int, path: str) -> bool:
-    """Whether the marker exists and is ours (raising if it is something else)."""
+def _wrong_format(path: str, found: int, wanted: int) -> StoreError:
+    if found not in _FORMAT_NAMES:
+        return StoreError(
+            errno.EPROTO,
+            f"the store at {path} has format {found}, which this spillstore does not read "
+            f"(it reads {sorted(_FORMAT_NAMES)}); upgrade spillstore",
+        )
+    return StoreError(
+        errno.EPROTO,
+        f"the store at {path} keeps its spills as {_FORMAT_NAMES[found]} (format {found}), "
+        f"not as {_FORMAT_NAMES[wanted]} (format {wanted}); open it with "
+        f"{'LocalStore' if found == STORE_FORMAT else 'CatalogStore'} (no migration yet)",
+    )
+
+
+def _holds_spills(root_fd: int) -> bool:
+    """Whether an unmarked root already holds sidecars of the files layout."""
+    with os.scandir(root_fd) as entries:
+        sessions = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    return any(
+        name.endswith(".json") for s in sessions for name in (_session_entries(root_fd, s) or [])
+    )
+
+
+def _read_marker(root_fd: int, path: str) -> int | None:
+    """The format the marker names; None if there is none (raising if it is not ours)."""
     try:
         fd = os.open(MARKER, READ_FLAGS, dir_fd=root_fd)
     except FileNotFoundError:
-        return False
+        return None
     except OSError as exc:
         raise UnsafeStoreRoot(
             exc.errno, f"refusing store root {path}: its {MARKER} is not a regular file"
@@ -149,13 +192,7 @@ def _read_marker(root_fd: int, path: str) -> bool:
         raise UnsafeStoreRoot(
             errno.EINVAL, f"refusing store root {path}: its {MARKER} is not a spillstore marker"
         )
-    if version > STORE_FORMAT:
-        raise StoreError(
-            errno.EPROTO,
-            f"the store at {path} has format {version}, newer than this spillstore "
-            f"reads ({STORE_FORMAT}); upgrade spillstore",
-        )
-    return True
+    return version
 
 
 def _foreign_entries(root_fd: int) -> list[str]:

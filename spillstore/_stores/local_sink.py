@@ -186,22 +186,30 @@ class LocalSink(Sink):
                     self._check_existing_data(meta)
                 os.unlink(self._data_temp, dir_fd=self._dir_fd)
                 self._temps.remove(self._data_temp)
-                self._write_small(f"{spill_id}.idx", index)
-                stored = meta.model_copy(update={"path": self._root.data_path(meta)})
-                if not self._write_small(f"{spill_id}.json", stored.model_dump_json().encode()):
-                    existing = self._root.load_meta(self._dir_fd, self._session, spill_id)
-                    if existing is None or existing.sha256 != meta.sha256:
-                        raise StoreError(
-                            errno.EEXIST, f"spill id {spill_id} is taken by other content"
-                        )
-                    stored = existing
-                unlink_quiet(f"{spill_id}.gone", self._dir_fd)
-                os.fsync(self._dir_fd)
+                stored = self._record(
+                    meta.model_copy(update={"path": self._root.data_path(meta)}), index
+                )
         except BaseException:
             self.discard()
             raise
         self._root.remember_session(spill_id, self._session)
         self._close()
+        return stored
+
+    def _record(self, stored: SpillMeta, index: bytes) -> SpillMeta:
+        """Make the spill visible once its data file is linked: index, then sidecar last.
+
+        Returns the spill as recorded (an existing identical spill if there is one).
+        """
+        spill_id = stored.spill_id
+        self._write_small(f"{spill_id}.idx", index)
+        if not self._write_small(f"{spill_id}.json", stored.model_dump_json().encode()):
+            existing = self._root.load_meta(self._dir_fd, self._session, spill_id)
+            if existing is None or existing.sha256 != stored.sha256:
+                raise StoreError(errno.EEXIST, f"spill id {spill_id} is taken by other content")
+            stored = existing
+        unlink_quiet(f"{spill_id}.gone", self._dir_fd)
+        os.fsync(self._dir_fd)
         return stored
 
     def _check_existing_data(self, meta: SpillMeta) -> None:

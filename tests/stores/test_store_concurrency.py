@@ -12,8 +12,11 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from spillstore._core.index import count_lines
 from spillstore._errors import SpillExpired, SpillNotFound
+from spillstore._stores.catalog_store import CatalogStore
 from spillstore._stores.local import LocalStore
 
 WRITERS = 8
@@ -149,8 +152,8 @@ RACE_WRITERS = 8
 RACE_SPILLS = 300
 
 
-def _race_writer(root: Path, writer: int, out: Path) -> None:
-    store = LocalStore(root, **RETENTION)
+def _race_writer(root: Path, writer: int, out: Path, store_class: type[LocalStore]) -> None:
+    store = store_class(root, **RETENTION)
     records = []
     for n in range(RACE_SPILLS):
         meta = store.put(
@@ -163,8 +166,10 @@ def _race_writer(root: Path, writer: int, out: Path) -> None:
     out.write_text(json.dumps(records), encoding="utf-8")
 
 
-def _race_cleaner(root: Path, stop: Path, out: Path, max_files: int | None) -> None:
-    store = LocalStore(root, **RETENTION)
+def _race_cleaner(
+    root: Path, stop: Path, out: Path, max_files: int | None, store_class: type[LocalStore]
+) -> None:
+    store = store_class(root, **RETENTION)
     rounds = 0
     while not stop.exists():
         store.gc(max_files=max_files, grace=0)
@@ -172,18 +177,20 @@ def _race_cleaner(root: Path, stop: Path, out: Path, max_files: int | None) -> N
     out.write_text(json.dumps({"rounds": rounds}), encoding="utf-8")
 
 
-def _race(tmp_path: Path, max_files: int | None) -> tuple[LocalStore, list[str]]:
+def _race(
+    tmp_path: Path, max_files: int | None, store_class: type[LocalStore] = LocalStore
+) -> tuple[LocalStore, list[str]]:
     """8 writer processes x 300 spills while a cleaner loops gc at grace 0."""
     root = tmp_path / "root"
-    LocalStore(root)
+    store_class(root)
     stop = tmp_path / "stop"
     cleaner = _fork(
-        lambda: _race_cleaner(root, stop, tmp_path / "cleaner.json", max_files),
+        lambda: _race_cleaner(root, stop, tmp_path / "cleaner.json", max_files, store_class),
         tmp_path / "cleaner.log",
     )
     writers = [
         _fork(
-            lambda w=w: _race_writer(root, w, tmp_path / f"w{w}.json"),  # type: ignore[misc]
+            lambda w=w: _race_writer(root, w, tmp_path / f"w{w}.json", store_class),  # type: ignore[misc]
             tmp_path / f"w{w}.log",
         )
         for w in range(RACE_WRITERS)
@@ -198,12 +205,15 @@ def _race(tmp_path: Path, max_files: int | None) -> tuple[LocalStore, list[str]]
         i for w in range(RACE_WRITERS) for i in json.loads((tmp_path / f"w{w}.json").read_text())
     ]
     assert len(ids) == RACE_WRITERS * RACE_SPILLS
-    return LocalStore(root), ids
+    return store_class(root), ids
 
 
-def test_gc_at_grace_zero_never_loses_a_writers_spill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store_class", [LocalStore, CatalogStore], ids=["files", "catalog"])
+def test_gc_at_grace_zero_never_loses_a_writers_spill(
+    tmp_path: Path, store_class: type[LocalStore]
+) -> None:
     """Leftover-only gc looping at grace 0 beside 8 writers: every saved spill reads back whole."""
-    store, ids = _race(tmp_path, None)
+    store, ids = _race(tmp_path, None, store_class)
     stats = {"reads": 0, "torn": 0, "expired": 0, "not_found": 0}
     for spill_id in ids:
         _verify(store, spill_id, stats)

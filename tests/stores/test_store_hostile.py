@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from spillstore._errors import SpillExpired, StoreError, UnsafeStoreRoot
+from spillstore._stores.catalog_store import CatalogStore
 from spillstore._stores.local import TOMBSTONE_TTL_SECONDS, LocalStore
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
@@ -200,7 +201,7 @@ def test_marker_of_a_newer_format_or_not_ours_is_refused(tmp_path: Path) -> None
     LocalStore(root)
     marker = root / ".spillstore"
     marker.write_text(json.dumps({"spillstore": "store", "format": 99}))
-    with pytest.raises(StoreError, match=r"format 99.*upgrade"):
+    with pytest.raises(StoreError, match=r"format 99.*upgrade spillstore"):
         LocalStore(root)
     marker.unlink()
     marker.symlink_to(tmp_path)
@@ -272,3 +273,60 @@ def test_check_leaves_a_live_writers_files_alone(tmp_path: Path) -> None:
     writer.write(b"rest\n")
     meta = writer.commit()
     assert store.read_bytes(meta.spill_id, 0, 20) == b"partial output\nrest\n"
+
+
+# --------------------------------------------------------------------------- the catalog
+
+
+def test_catalog_store_keeps_one_file_per_spill(tmp_path: Path) -> None:
+    """A catalog store writes one data file per spill; metadata and index are rows."""
+    root = tmp_path / "root"
+    store = CatalogStore(root)
+    ids = [store.put(DATA + b"%d\n" % n, **KW).spill_id for n in range(20)]
+    spill_files = [p.name for p in (root / "s1").iterdir() if p.name != ".session"]
+    assert sorted(spill_files) == sorted(f"{i}.out" for i in ids)
+    assert store.read_lines(ids[3], 2000, 2).data == b"line 1999\n3\n"
+    assert oct((root / "catalog.sqlite3").stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_catalog_and_files_layouts_refuse_each_other(tmp_path: Path) -> None:
+    """A root of one layout opened as the other fails with one clear error, not a mix."""
+    files = tmp_path / "files"
+    LocalStore(files).put(DATA, **KW)
+    with pytest.raises(StoreError, match="open it with LocalStore"):
+        CatalogStore(files)
+    catalog = tmp_path / "catalog"
+    CatalogStore(catalog).put(DATA, **KW)
+    with pytest.raises(StoreError, match="open it with CatalogStore"):
+        LocalStore(catalog)
+
+
+def test_catalog_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    """SQLite follows links, so a catalog file that is one is refused before it opens."""
+    root = tmp_path / "root"
+    CatalogStore(root).put(DATA, **KW)
+    victim = tmp_path / "victim.db"
+    victim.write_bytes(b"precious")
+    (root / "catalog.sqlite3-wal").unlink(missing_ok=True)
+    os.link(victim, root / "catalog.sqlite3-wal")
+    with pytest.raises(UnsafeStoreRoot, match="catalog file"):
+        CatalogStore(root)
+    assert victim.read_bytes() == b"precious"
+
+
+def test_catalog_check_finds_a_row_without_its_data(tmp_path: Path) -> None:
+    """A row whose data file is gone is torn; check --fix tombstones it; orphans go too."""
+    root = tmp_path / "root"
+    store = CatalogStore(root)
+    kept = store.put(DATA, **KW).spill_id
+    torn = store.put(DATA + b"x\n", **KW).spill_id
+    (root / "s1" / f"{torn}.out").unlink()
+    orphan = root / "s1" / ("bash-" + "d" * 20 + ".out")
+    orphan.write_bytes(b"no row")
+    problems = {(p.kind, p.where) for p in store.check().problems}
+    assert problems == {("torn", f"s1/{torn}"), ("orphan", f"s1/{orphan.name}")}
+    assert store.check(fix=True).ok
+    assert not store.check().problems
+    with pytest.raises(SpillExpired, match="check --fix"):
+        store.stat(torn)
+    assert store.read_bytes(kept, 0, len(DATA)) == DATA
