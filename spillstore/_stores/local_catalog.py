@@ -6,8 +6,9 @@ and tombstones, beside plain data files (see :mod:`~spillstore._stores.catalog_s
     spills(spill_id PRIMARY KEY, session, created_at, stored_bytes, meta, idx)
     tombstones(spill_id PRIMARY KEY, session, reason, removed_at)
 
-``meta`` is the :class:`~spillstore._stores.meta.SpillMeta` JSON, ``idx`` the serialized
-line index. Every connection runs ``journal_mode=WAL`` and ``synchronous=FULL``, so a
+``meta`` is the :class:`~spillstore._stores.meta.SpillMeta` JSON (parsed once per row
+per process: the parsed form is kept while the row's bytes stay the same), ``idx`` the
+serialized line index. Every connection runs ``journal_mode=WAL`` and ``synchronous=FULL``, so a
 committed row survives a power cut. A connection belongs to one thread of one process
 (a forked child opens its own). Before SQLite opens them, the database files must be
 this user's regular files with one link (SQLite follows links; we refuse them first).
@@ -30,6 +31,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from spillstore._core.cache import BoundedCache
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
@@ -40,6 +42,10 @@ __all__ = ["CATALOG_NAME", "Catalog"]
 logger = logging.getLogger("spillstore")
 
 CATALOG_NAME: Final = "catalog.sqlite3"
+META_CACHE_SIZE: Final = 1 << 17
+"""Rows whose parsed metadata is remembered, with the row's bytes (a changed row is
+parsed again)."""
+
 BUSY_TIMEOUT_SECONDS: Final = 60.0
 """How long a writer waits for another process's transaction (they last milliseconds)."""
 
@@ -69,6 +75,7 @@ class Catalog:
         self._root = root
         self._path = os.path.join(root.path, CATALOG_NAME)
         self._local = threading.local()
+        self._metas: BoundedCache[str, tuple[bytes, SpillMeta]] = BoundedCache(META_CACHE_SIZE)
         self._check_files(create=True)
 
     def _check_files(self, *, create: bool) -> None:
@@ -131,6 +138,15 @@ class Catalog:
     # ----------------------------------------------------------------- reading
 
     def _meta(self, raw: bytes, spill_id: str, session: str | None = None) -> SpillMeta:
+        """The metadata of a row; a row read before (the same bytes) is not parsed again."""
+        cached = self._metas.get(spill_id)
+        if cached is not None and cached[0] == raw and session in (None, cached[1].session):
+            return cached[1]
+        meta = self._parse(raw, spill_id, session)
+        self._metas.put(spill_id, (raw, meta))
+        return meta
+
+    def _parse(self, raw: bytes, spill_id: str, session: str | None) -> SpillMeta:
         try:
             meta = SpillMeta.model_validate_json(raw)
         except ValidationError as exc:
@@ -138,7 +154,8 @@ class Catalog:
             raise StoreError(errno.EINVAL, what) from exc
         if meta.spill_id != spill_id or (session is not None and meta.session != session):
             raise StoreError(errno.EINVAL, f"the catalog row of spill {spill_id} names another")
-        return meta.model_copy(update={"path": self._root.data_path(meta)})
+        path = self._root.data_path(meta)
+        return meta if meta.path == path else meta.model_copy(update={"path": path})
 
     def get(self, spill_id: str) -> SpillMeta | None:
         """A spill's metadata, or None if the catalog has no row for it."""
@@ -224,7 +241,7 @@ class Catalog:
                 return old
             conn.execute(
                 "INSERT INTO spills VALUES (?, ?, ?, ?, ?, ?)",
-                (*row, meta.model_dump_json(exclude={"path"}).encode(), index),
+                (*row, meta.model_dump_json().encode(), index),
             )
             conn.execute("DELETE FROM tombstones WHERE spill_id = ?", (spill_id,))
         return meta

@@ -64,7 +64,9 @@ SESSION_MARKER: Final = ".session"
 those directories)."""
 
 SESSION_CACHE_SIZE: Final = 65536
-"""Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions)."""
+"""Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions),
+and sidecars whose parsed form is kept with their bytes (the same bytes are not parsed
+again)."""
 
 
 def temp_name(ext: str) -> str:
@@ -192,6 +194,7 @@ class LocalRoot:
         self.path = path
         self.real_path = os.path.realpath(path)
         self._sessions: BoundedCache[str, str] = BoundedCache(SESSION_CACHE_SIZE)
+        self._metas: BoundedCache[str, tuple[bytes, SpillMeta]] = BoundedCache(SESSION_CACHE_SIZE)
 
     def open(self) -> int:
         """Open the root directory, checked again (it may have been swapped since)."""
@@ -346,6 +349,9 @@ class LocalRoot:
             raw = read_all(fd, MAX_SIDECAR_BYTES, f"the sidecar of spill {spill_id}")
         finally:
             os.close(fd)
+        cached = self._metas.get(spill_id)
+        if cached is not None and cached[0] == raw and cached[1].session == session:
+            return cached[1]  # the same sidecar bytes in the same place: parsed before
         try:
             meta = SpillMeta.model_validate_json(raw)
         except ValidationError as exc:
@@ -354,7 +360,9 @@ class LocalRoot:
             raise StoreError(
                 errno.EINVAL, f"the sidecar of spill {spill_id} names another spill or session"
             )
-        return meta.model_copy(update={"path": self.data_path(meta)})
+        meta = meta.model_copy(update={"path": self.data_path(meta)})
+        self._metas.put(spill_id, (raw, meta))
+        return meta
 
     def tombstone(self, dir_fd: int, spill_id: str) -> tuple[str | None, float | None] | None:
         """A removed spill's ``(reason, removed_at)``; None if it has no tombstone."""

@@ -48,13 +48,21 @@ def _fork(target: Callable[[], None], log: Path) -> int:
     return pid
 
 
-def _writer(root: Path, writer: int, out: Path) -> None:
-    store = LocalStore(root, **RETENTION)
+def _writer(
+    root: Path,
+    writer: int,
+    out: Path,
+    *,
+    spills: int = SPILLS_EACH,
+    sessions: int = 3,
+    store_class: type[LocalStore] = LocalStore,
+) -> None:
+    store = store_class(root, **RETENTION)
     records = []
-    for n in range(SPILLS_EACH):
+    for n in range(spills):
         meta = store.put(
             output(writer, n),
-            session=f"s{writer % 3}",
+            session=f"s{writer % sessions}",
             tool_name="bash",
             tool_call_id=f"{writer}-{n}",
         )
@@ -152,20 +160,6 @@ RACE_WRITERS = 8
 RACE_SPILLS = 300
 
 
-def _race_writer(root: Path, writer: int, out: Path, store_class: type[LocalStore]) -> None:
-    store = store_class(root, **RETENTION)
-    records = []
-    for n in range(RACE_SPILLS):
-        meta = store.put(
-            output(writer, n),
-            session=f"s{writer % 2}",
-            tool_name="bash",
-            tool_call_id=f"{writer}-{n}",
-        )
-        records.append(meta.spill_id)
-    out.write_text(json.dumps(records), encoding="utf-8")
-
-
 def _race_cleaner(
     root: Path, stop: Path, out: Path, max_files: int | None, store_class: type[LocalStore]
 ) -> None:
@@ -190,7 +184,14 @@ def _race(
     )
     writers = [
         _fork(
-            lambda w=w: _race_writer(root, w, tmp_path / f"w{w}.json", store_class),  # type: ignore[misc]
+            lambda w=w: _writer(  # type: ignore[misc]
+                root,
+                w,
+                tmp_path / f"w{w}.json",
+                spills=RACE_SPILLS,
+                sessions=2,
+                store_class=store_class,
+            ),
             tmp_path / f"w{w}.log",
         )
         for w in range(RACE_WRITERS)
@@ -202,7 +203,9 @@ def _race(
     assert codes == [0] * (RACE_WRITERS + 1), failures  # no writer was ever refused
     assert json.loads((tmp_path / "cleaner.json").read_text())["rounds"] > 0
     ids = [
-        i for w in range(RACE_WRITERS) for i in json.loads((tmp_path / f"w{w}.json").read_text())
+        record[0]
+        for w in range(RACE_WRITERS)
+        for record in json.loads((tmp_path / f"w{w}.json").read_text())
     ]
     assert len(ids) == RACE_WRITERS * RACE_SPILLS
     return store_class(root), ids
