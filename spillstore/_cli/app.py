@@ -11,6 +11,7 @@ Commands (``spillstore COMMAND --help`` for every option)::
     spillstore rm SPILL...
     spillstore gc [--max-age 7d] [--max-total 1GB] [--max-files N] [--grace 10m] [--dry-run]
     spillstore clean [--session S] [--yes]
+    spillstore check [--fix]
     spillstore demo
     spillstore install CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
     spillstore uninstall CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
@@ -89,6 +90,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rm": ("spillstore._cli.spills", "Delete spills."),
     "gc": ("spillstore._cli.spills", "Remove old spills and crash leftovers."),
     "clean": ("spillstore._cli.spills", "Remove every spill of a session."),
+    "check": ("spillstore._cli.check", "Find and repair problems in the store (--fix)."),
     "demo": ("spillstore._cli.demo", "See the whole idea in one command."),
     "install": ("spillstore._cli.clients", "Put an MCP client's servers behind the cap."),
     "uninstall": ("spillstore._cli.clients", "Give an MCP client's servers back as they were."),
@@ -147,7 +149,7 @@ app = command_app(
 
 
 @app.callback(invoke_without_command=True)
-@takes_global_options("dir", "session", "json", first=True)
+@takes_global_options("dir", "session", "json", "force_root", first=True)
 def _root(
     ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,

@@ -111,7 +111,7 @@ def run(
             "--retain",
             metavar="SIZE",
             help='Retention cap: the most bytes saved (first and last ones), or "off". '
-            "Default: $SPILLSTORE_RETENTION_BYTES, else 10MiB.",
+            "Default: $SPILLSTORE_RETENTION_BYTES, else 256MiB.",
         ),
     ] = None,
     tool_name: Annotated[
@@ -138,7 +138,7 @@ def run(
         fail("run: no command given; usage: spillstore run [OPTIONS] -- CMD [ARGS]...", EXIT_USAGE)
     with store_errors():
         chosen = _run_settings(ctx, max_bytes, retain)
-        store = open_store(chosen)
+        store = open_store(chosen, ctx)
     name = tool_name if tool_name is not None else os.path.basename(argv[0]) or "run"
     outcome = stream(argv, chosen, store, tool_name=name, tool_call_id=call_id)
     try:
