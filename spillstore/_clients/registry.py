@@ -108,9 +108,14 @@ def _claude_code(place: Place, scope: str, exists: Callable[[Path], bool]) -> tu
     return path, _SERVERS
 
 
-def _user_or_project(user: Callable[[Place], Path], project: str, fmt: Format) -> Locate:
+def _user_or_project(user: Callable[[Place], Path], project: str | None, fmt: Format) -> Locate:
+    """A client with one file per scope: ``user(place)``, and ``project`` (relative to the
+    working directory; None for a client with no project scope)."""
+
     def locate(place: Place, scope: str, exists: Callable[[Path], bool]) -> tuple[Path, Format]:
-        return (place.cwd / project if scope == "project" else user(place)), fmt
+        if scope == "project" and project is not None:
+            return place.cwd / project, fmt
+        return user(place), fmt
 
     return locate
 
@@ -146,7 +151,7 @@ CLIENTS: dict[str, Client] = {
             Flavor(stdio_type=None),
             ("user",),
             _user_or_project(
-                lambda p: p.config_dir() / "Claude" / "claude_desktop_config.json", "", _SERVERS
+                lambda p: p.config_dir() / "Claude" / "claude_desktop_config.json", None, _SERVERS
             ),
         ),
         Client(
@@ -164,7 +169,7 @@ CLIENTS: dict[str, Client] = {
             Flavor(url_keys=("serverUrl", "url"), stdio_type=None),
             ("user",),
             _user_or_project(
-                lambda p: p.home / ".codeium" / "windsurf" / "mcp_config.json", "", _SERVERS
+                lambda p: p.home / ".codeium" / "windsurf" / "mcp_config.json", None, _SERVERS
             ),
         ),
         Client(
