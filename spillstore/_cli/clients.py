@@ -46,9 +46,10 @@ from spillstore._cli.options import (
 )
 from spillstore._cli.output import emit_json, write
 from spillstore._clients import files, ops
+from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.formats import Format
 from spillstore._clients.registry import CLIENTS, Client, Place, backup_dir
-from spillstore._clients.wrap import ProxyOptions
+from spillstore._clients.wrap import ProxyOptions, check_launcher
 
 __all__ = ["app"]
 
@@ -143,7 +144,12 @@ def _names(servers: list[str] | None, every: bool) -> list[str] | None:
 
 def _launcher(given: str | None) -> list[str]:
     if given:
-        return shlex.split(given, posix=sys.platform != "win32")
+        words = shlex.split(given, posix=sys.platform != "win32")
+        try:
+            check_launcher(words)
+        except ClientConfigError as exc:
+            fail(f"--launcher: {exc}", EXIT_USAGE)
+        return words
     program = Path(sys.argv[0])
     if program.name.removesuffix(".exe") == "spillstore" and program.is_file():
         return [str(program.resolve())]

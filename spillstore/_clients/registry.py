@@ -22,13 +22,14 @@ codex           user      ``$CODEX_HOME/config.toml`` (``~/.codex``)           [
 codex           project   ``.codex/config.toml``                              [mcp_servers]
 zed             user      ``<zed dir>/settings.json`` (JSONC)                 context_servers
 zed             project   ``.zed/settings.json`` (JSONC)                      context_servers
-opencode        user      ``~/.config/opencode/opencode.json[c]``             mcp
-opencode        project   ``opencode.json[c]``                                mcp
+opencode        user      ``~/.config/opencode/opencode.json[c]``             mcp.servers
+opencode        project   ``opencode.json[c]``                                mcp.servers
 ==============  ========  ==================================================  ===========
 
 ``<config dir>`` is ``~/Library/Application Support`` on macOS, ``%APPDATA%`` on Windows
 and ``$XDG_CONFIG_HOME`` (else ``~/.config``) elsewhere. Project scopes are relative to
-the working directory.
+the working directory. opencode's servers are under ``mcp.servers`` (its v2 layout, also
+where a new one goes) or directly under ``mcp`` (v1), whichever the file uses.
 
 Pure: the paths are computed, not looked at (except opencode's ``.jsonc`` spelling,
 which the caller picks through ``exists``).
@@ -136,7 +137,7 @@ def _opencode(place: Place, scope: str, exists: Callable[[Path], bool]) -> tuple
     path = folder / "opencode.json"
     if not exists(path) and exists(folder / "opencode.jsonc"):
         path = folder / "opencode.jsonc"
-    return path, JsonFormat(("mcp",))
+    return path, JsonFormat(("mcp", "servers"), ("mcp",))
 
 
 _BOTH = ("user", "project")

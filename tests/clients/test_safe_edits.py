@@ -311,7 +311,15 @@ def test_add_nests_a_new_project_entry_in_the_files_own_indent(project: Path, cl
     claude = project.parent.parent / "home" / ".claude.json"
     claude.write_text('{\n  "projects": {\n    "/other": {}\n  }\n}\n', encoding="utf-8")
     code, out = cli(
-        "add", "claude-code", "git", "--scope", "local", "--launcher", "/s", "--", "uvx"
+        "add",
+        "claude-code",
+        "git",
+        "--scope",
+        "local",
+        "--launcher",
+        "/bin/spillstore",
+        "--",
+        "uvx",
     )
     assert code == 0, out
     key = json.dumps(str(project.parent))
@@ -321,7 +329,22 @@ def test_add_nests_a_new_project_entry_in_the_files_own_indent(project: Path, cl
         '      "mcpServers": {\n'
         '        "git": {\n'
         '          "type": "stdio",\n'
-        '          "command": "/s",\n'
+        '          "command": "/bin/spillstore",\n'
         '          "args": ["mcp", "proxy", "--", "uvx"]\n'
         "        }\n      }\n    }\n  }\n}\n"
     )
+
+
+def test_a_launcher_must_name_spillstore(project: Path, cli: Cli) -> None:
+    """A launcher that does not name spillstore is refused (a later install or uninstall
+    could not tell the entry is wrapped); ``uvx spillstore`` is recognised."""
+    code, out = cli("install", "claude-code", "--scope", "project", "--launcher", "/s", "--all")
+    assert code == 2
+    assert "must name spillstore" in out
+    assert project.read_text(encoding="utf-8") == CONFIG
+    uvx = ["install", "claude-code", "--scope", "project", "--launcher", "uvx spillstore"]
+    cli(*uvx, "--server", "git")
+    _, out = cli(*uvx, "--server", "git")
+    assert "git: skipped - already wrapped by spillstore" in out
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert project.read_text(encoding="utf-8") == CONFIG
