@@ -20,7 +20,8 @@ Each file is printed with what happened to each server (``wrapped``, ``restored`
 ``added``, ``skipped`` with the reason); ``--json`` prints ``{"version": 1, "command",
 "dry_run", "files": [{"client", "scope", "path", "exists", "changed", "diff" (dry run
 only), "servers": [{"name", "action", "detail"}]}]}``. A malformed config, or one that
-changed while being edited, is one error line (exit 1) and is left as it was.
+changed while being edited, is one error line (exit 1) and is left as it was; ``status``
+still shows the other files first.
 """
 
 from __future__ import annotations
@@ -271,16 +272,23 @@ def status_command(
     """Show which servers are wrapped, per client and scope, and with which options."""
     place = _place()
     chosen = [_client(client)] if client else list(CLIENTS.values())
-    rows = []
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
     for each in chosen:
         if scope is not None and scope not in each.scopes and client is None:
             continue
         for target in _targets(place, each, scope, config):
-            snapshot = files.read(target.path)
-            changes = ops.status(target.config(snapshot)) if snapshot.data is not None else []
+            try:  # one broken file is reported; the others are still shown
+                snapshot = files.read(target.path)
+                found = ops.status(target.config(snapshot)) if snapshot.data is not None else []
+            except ClientConfigError as exc:
+                errors.append(str(exc))
+                continue
             if snapshot.data is not None or client is not None:
-                rows.append(_row(target, snapshot, changes))
+                rows.append(_row(target, snapshot, found))
     _report(ctx, "status", False, rows)
+    if errors:
+        fail("; ".join(errors))
 
 
 @app.command("add")

@@ -348,3 +348,44 @@ def test_a_launcher_must_name_spillstore(project: Path, cli: Cli) -> None:
     assert "git: skipped - already wrapped by spillstore" in out
     cli("uninstall", "claude-code", "--scope", "project", "--all")
     assert project.read_text(encoding="utf-8") == CONFIG
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"mcpServers": {"git": {"command": "\xff"}}}', "not UTF-8"),
+        (b"[]", "the top level is not an object"),
+        (b'{"mcpServers": ["git"]}', "mcpServers is not an object"),
+        (b'{"mcpServers": {"git": {"command": "uvx"}', "not valid JSON at line 1"),
+    ],
+)
+def test_configs_of_the_wrong_shape_are_one_error_line(
+    project: Path, cli: Cli, data: bytes, message: str
+) -> None:
+    """Not UTF-8, not an object, a servers section that is not an object, cut short:
+    one error line naming the file, exit 1, the file unchanged."""
+    project.write_bytes(data)
+    for command in (
+        ("status", "claude-code", "--scope", "project"),
+        ("install", "claude-code", "--scope", "project", "--all"),
+    ):
+        code, out = cli(*command)
+        assert code == 1
+        assert out.count("\n") == 1
+        assert message in out
+        assert str(project) in out
+    assert project.read_bytes() == data
+
+
+def test_status_of_every_client_shows_the_good_files_before_the_broken_one(
+    project: Path, cli: Cli
+) -> None:
+    """``status`` without a client lists every readable file, then fails with one line
+    for the broken one."""
+    cursor = project.parent / ".cursor" / "mcp.json"
+    cursor.parent.mkdir()
+    cursor.write_text("{oops", encoding="utf-8")
+    code, out = cli("status")
+    assert code == 1
+    assert f"claude-code (project): {project}\n  git: not wrapped: uvx mcp-server-git" in out
+    assert out.rstrip().splitlines()[-1].startswith(f"spillstore: {cursor}: not valid JSON")
