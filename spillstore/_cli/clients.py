@@ -153,10 +153,10 @@ def _launcher(given: str | None) -> list[str]:
         return words
     program = Path(sys.argv[0])
     if program.name.removesuffix(".exe") == "spillstore" and program.is_file():
-        return [str(program.resolve())]
+        return [os.path.abspath(program)]  # a link (pipx) survives upgrades
     found = shutil.which("spillstore")
     if found:
-        return [str(Path(found).resolve())]
+        return [os.path.abspath(found)]
     return [sys.executable, "-m", "spillstore._cli"]  # run as a module: the same interpreter
 
 

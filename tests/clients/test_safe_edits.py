@@ -389,3 +389,20 @@ def test_status_of_every_client_shows_the_good_files_before_the_broken_one(
     assert code == 1
     assert f"claude-code (project): {project}\n  git: not wrapped: uvx mcp-server-git" in out
     assert out.rstrip().splitlines()[-1].startswith(f"spillstore: {cursor}: not valid JSON")
+
+
+def test_the_default_launcher_is_the_spillstore_on_path_as_an_absolute_path(
+    project: Path, cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --launcher, entries run the ``spillstore`` found on PATH by its absolute
+    path (links not resolved: a pipx link survives upgrades), since desktop clients
+    start servers with a bare PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "real").write_text("#!/bin/sh\n", encoding="utf-8")
+    (tmp_path / "real").chmod(0o755)
+    (bin_dir / "spillstore").symlink_to(tmp_path / "real")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    cli("install", "claude-code", "--scope", "project", "--server", "git")
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    assert servers["mcpServers"]["git"]["command"] == str(bin_dir / "spillstore")
