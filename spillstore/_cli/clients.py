@@ -115,6 +115,8 @@ def _targets(place: Place, client: Client, scope: str | None, config: str | None
         fail(
             f"{client.name} has no scope {scope!r}; one of: {', '.join(client.scopes)}", EXIT_USAGE
         )
+    if scope is None and config is not None:  # one file: read it as the default scope's
+        scope = client.scopes[0]
     scopes = [scope] if scope is not None else list(client.scopes)
     found = []
     for each in scopes:
