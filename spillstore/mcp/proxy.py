@@ -12,23 +12,27 @@ and serves, downstream, a low-level SDK ``Server`` that:
   :meth:`TruncationService.atruncate_for_model`: text and embedded text resources are
   capped and spilled, images and audio kept, blob resources and unknown blocks replaced
   by a visible notice, ``is_error`` and ``_meta`` kept;
-- forwards resources (list, templates, read, subscribe), prompts (list, get) and
-  completions when the upstream has them, progress notifications of a call, and the
-  upstream's list-changed and resource-updated notifications (to 2025-era clients
-  directly, to 2026-era clients on their ``subscriptions/listen`` streams).
+- forwards resources (list, templates, read, subscribe), prompts (list, get),
+  completions and ``logging/setLevel`` when the upstream has them, progress
+  notifications of a call, the upstream's log messages, and its list-changed and
+  resource-updated notifications (to 2025-era clients directly, to 2026-era clients on
+  their ``subscriptions/listen`` streams, whose resource URIs are subscribed upstream
+  while the stream is open; see :mod:`spillstore.mcp.forward`).
 
 Not forwarded: requests the upstream makes of the client (sampling, elicitation, roots:
-the proxy declares none of these capabilities, so a well-behaved upstream does not ask),
-the upstream's log messages (they go to the ``spillstore`` logger, i.e. stderr), and
-resource subscriptions across an upstream restart. ``resources/read`` and
-``prompts/get`` results are forwarded as they are, not capped.
+the proxy declares none of these capabilities, so a well-behaved upstream does not ask)
+and the upstream's ``tasks`` capability (a task-augmented ``tools/call`` delivers its
+result later, through ``tasks/result``, which would go around the cap; without the
+capability a client calls tools directly and every result passes the cap).
+``resources/read`` and ``prompts/get`` results are forwarded as they are, not capped.
 
 Failures: a call that runs into an upstream crash gets an ``is_error`` result saying how
 the server ended, and the next request restarts it (up to ``max_restarts`` times, after
 which every call says it is gone). A call that gets no answer within ``call_timeout``
 seconds is cancelled upstream and gets an ``is_error`` result; if the server then does
 not answer a ``tools/list`` within ``probe_timeout`` seconds it is treated as hung,
-stopped, and restarted on the next request.
+stopped, and restarted on the next request. A restarted upstream is subscribed again to
+every resource URI a client holds.
 
 This module holds the tools side; the upstream connection and its restarts are in
 :mod:`spillstore.mcp.upstream`, what is forwarded as it is in :mod:`spillstore.mcp.forward`.
@@ -176,8 +180,10 @@ class SpillProxy:
         self.prefix = prefix
         self.max_page_bytes = max_page_bytes
         self.name = name
-        self._notifications = Notifications(on_tools_changed=self._forget_tools)
         self._passthrough = Passthrough(self._acquire, self.request_timeout)
+        self._notifications = Notifications(
+            on_tools_changed=self._forget_tools, subscriptions=self._passthrough.subscriptions
+        )
         self._tools_cache: tuple[int, list[types.Tool]] | None = None
         self._upstream: Upstream | None = None
         self._server: ProxyServer | None = None
@@ -204,7 +210,7 @@ class SpillProxy:
                 start_timeout=self.start_timeout,
             )
             self._upstream = await stack.enter_async_context(upstream)
-            upstream.on_restart = self._notifications.tools_changed
+            upstream.on_restart = self._notifications.restarted
             conn = upstream.current
             assert conn is not None
             try:
@@ -389,12 +395,13 @@ class SpillProxy:
             params=types.CallToolRequestParams(name=params.name, arguments=params.arguments)
         )
         try:
-            return await conn.session.send_request(
-                request,
-                types.CallToolResult,
-                request_read_timeout_seconds=self.call_timeout,
-                progress_callback=progress,
-            )
+            with self._notifications.logs_to(ctx):
+                return await conn.session.send_request(
+                    request,
+                    types.CallToolResult,
+                    request_read_timeout_seconds=self.call_timeout,
+                    progress_callback=progress,
+                )
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED or not conn.alive:
                 how = await conn.describe_end()

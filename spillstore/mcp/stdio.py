@@ -8,11 +8,14 @@ for regular files, which cannot be polled), frames lines with the linear
 :class:`~spillstore.mcp.transport.LineSplitter`, and takes the standard descriptors the
 way the SDK does: while it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr, so
 a stray ``print`` or a child process cannot corrupt the protocol stream; both are restored
-on exit, with their original blocking modes.
+on exit, with their original blocking modes. A line that is not a readable JSON-RPC
+message is answered here (:func:`unreadable_answer`: ``-32700`` or ``-32600``), as the
+spec asks, instead of being dropped silently.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import AsyncIterator
@@ -20,12 +23,14 @@ from contextlib import asynccontextmanager, suppress
 
 import anyio
 import anyio.to_thread
+import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from spillstore.mcp.transport import LineSplitter, parse_line
 
-__all__ = ["stdio_streams"]
+__all__ = ["stdio_streams", "unreadable_answer"]
 
 READ_BYTES = 1 << 16
 """The most bytes read from stdin at a time."""
@@ -63,6 +68,32 @@ async def _write(fd: int, data: bytes, pollable: bool) -> None:
         view = view[written:]
 
 
+def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessage | None:
+    """The JSON-RPC error for a line that is not a readable message, if it needs one.
+
+    A line that is not JSON gets ``-32700`` (parse error) with a null id; JSON that is
+    not a valid message gets ``-32600`` (invalid request), with its id when it has a
+    usable one. A broken notification or response (no id) gets no answer, as JSON-RPC
+    asks.
+    """
+    if isinstance(error, ValueError) and not isinstance(error, ValidationError):
+        code, text, request_id = types.PARSE_ERROR, "Parse error", None
+    else:
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            return None
+        request_id = raw.get("id") if isinstance(raw, dict) else None
+        if isinstance(raw, dict) and "id" in raw and "method" not in raw:
+            return None  # a broken response: never answer one
+        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+            request_id = None
+        code, text = types.INVALID_REQUEST, "Invalid request"
+    detail = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+    error_data = types.ErrorData(code=code, message=f"{text}: {detail}")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error_data))
+
+
 @asynccontextmanager
 async def stdio_streams() -> AsyncIterator[
     tuple[
@@ -89,14 +120,25 @@ async def stdio_streams() -> AsyncIterator[
 
     async def reader() -> None:
         splitter = LineSplitter()
-        async with read_send:
+        answers = write_send.clone()
+
+        async def take(line: bytes | bytearray) -> None:
+            message = parse_line(line)
+            if isinstance(message, Exception):
+                answer = unreadable_answer(line, message)
+                if answer is not None:
+                    await answers.send(answer)
+                    return
+            await read_send.send(message)
+
+        async with read_send, answers:
             while chunk := await _read(in_fd, in_poll):
                 for line in splitter.feed(chunk):
                     if line.strip():
-                        await read_send.send(parse_line(line))
+                        await take(line)
             rest = splitter.finish()
             if rest is not None and rest.strip():
-                await read_send.send(parse_line(rest))
+                await take(rest)
 
     written = anyio.Event()
 
