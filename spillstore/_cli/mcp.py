@@ -2,8 +2,9 @@
 
 ``serve`` runs the spill server (:func:`spillstore.mcp.serve`), ``proxy`` puts any MCP
 server behind the cap (:func:`spillstore.mcp.run_proxy`). Both speak MCP on stdout and
-log to stderr only. ``--dir`` and ``--session`` are the global options: given after
-``serve``/``proxy``, or before ``mcp`` on the ``spillstore`` command line.
+log to stderr only. ``--dir`` (or ``--store URL``) and ``--session`` are the global
+options: given after ``serve``/``proxy``, or before ``mcp`` on the ``spillstore``
+command line.
 
 This module imports the MCP SDK; the root command line loads it only when ``mcp`` runs.
 """
@@ -76,6 +77,7 @@ def serve_command(
     given = global_options(ctx)
     serve(
         dir=given.dir,
+        store_url=given.store,
         session=given.session,
         read_name=read_name,
         grep_name=grep_name,
@@ -124,6 +126,7 @@ def proxy_command(
         url=url,
         max_bytes=max_bytes,
         dir=given.dir,
+        store_url=given.store,
         session=given.session,
         call_timeout=timeout,
         max_restarts=max_restarts,

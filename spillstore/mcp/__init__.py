@@ -34,9 +34,10 @@ from typing import IO, Any
 
 import anyio
 
-from spillstore._errors import UpstreamUnavailable
+from spillstore._errors import ConfigError, UpstreamUnavailable
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
+from spillstore._stores.url import store_for
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import SPILL_META_KEY
 from spillstore.mcp.proxy import SpillProxy
@@ -58,15 +59,17 @@ __all__ = [
 
 
 def _store_for(settings: Settings, store: Store | None) -> Store:
-    if store is not None:
-        return store
-    from spillstore._stores.local import LocalStore  # noqa: PLC0415 - only when needed
-
-    return LocalStore(settings.dir)
+    return store if store is not None else store_for(settings)
 
 
 def _settings(settings: Settings | None, overrides: Mapping[str, Any]) -> Settings:
+    """``settings`` (or ``Settings()``) with the arguments given; ``dir`` given alone
+    beats a ``store`` URL from the settings or the environment."""
     given = {key: value for key, value in overrides.items() if value is not None}
+    if "dir" in given and "store" in given:
+        raise ConfigError("give the store as dir= or as store= (a URL), not both")
+    if "dir" in given:
+        given["store"] = None
     if settings is None:
         return Settings(**given)
     if not given:
@@ -77,6 +80,7 @@ def _settings(settings: Settings | None, overrides: Mapping[str, Any]) -> Settin
 async def aserve(
     *,
     dir: str | os.PathLike[str] | None = None,
+    store_url: str | None = None,
     session: str | None = None,
     settings: Settings | None = None,
     store: Store | None = None,
@@ -88,15 +92,17 @@ async def aserve(
     """Serve the spill tools over this process's stdin/stdout until stdin closes.
 
     Args:
-        dir: the store root (default: ``settings.dir``, i.e. ``$SPILLSTORE_DIR`` or the
-            user cache directory).
+        dir: the store root (default: ``settings.store`` or ``settings.dir``, i.e.
+            ``$SPILLSTORE_STORE``, ``$SPILLSTORE_DIR`` or the user cache directory).
+        store_url: instead of ``dir``, a store URL (``PATH``, ``file://PATH``,
+            ``s3://BUCKET/PREFIX``, ``memory://``).
         session: the session the tools read (default: ``settings.session``).
         settings: explicit settings (default: ``Settings()``).
-        store: a store to use instead of a ``LocalStore`` at ``dir``.
+        store: a store object to use instead of the one the settings name.
         read_name, grep_name, list_name: the tool names.
         cross_session: let the tools read and list other sessions' spills.
     """
-    resolved = _settings(settings, {"dir": dir, "session": session})
+    resolved = _settings(settings, {"dir": dir, "store": store_url, "session": session})
     tools = SpillTools(
         _store_for(resolved, store),
         session=resolved.session,
@@ -119,6 +125,7 @@ async def arun_proxy(
     url: str | None = None,
     max_bytes: int | str | None = None,
     dir: str | os.PathLike[str] | None = None,
+    store_url: str | None = None,
     session: str | None = None,
     settings: Settings | None = None,
     stderr: int | IO[Any] | None = None,
@@ -131,8 +138,10 @@ async def arun_proxy(
         url: instead of ``command``, a streamable-HTTP upstream.
         max_bytes: the inline budget (bytes or a human size such as ``"50KB"``).
         dir: the store root.
+        store_url: instead of ``dir``, a store URL (``s3://BUCKET/PREFIX``, ...).
         session: the store session.
-        settings: explicit settings; ``max_bytes``/``dir``/``session`` override them.
+        settings: explicit settings; ``max_bytes``/``dir``/``store_url``/``session``
+            override them.
         stderr: where the upstream's stderr goes (default: inherited).
         options: more :class:`SpillProxy` keyword arguments (``call_timeout``,
             ``max_restarts``, ``prefix``, ``env``, ``cwd``, ...).
@@ -141,7 +150,9 @@ async def arun_proxy(
         ConfigError: a bad setting or argument.
         UpstreamUnavailable: the upstream could not be started.
     """
-    resolved = _settings(settings, {"max_bytes": max_bytes, "dir": dir, "session": session})
+    resolved = _settings(
+        settings, {"max_bytes": max_bytes, "dir": dir, "store": store_url, "session": session}
+    )
     async with SpillProxy(command, url=url, settings=resolved, stderr=stderr, **options) as proxy:
         await proxy.run_stdio()
 

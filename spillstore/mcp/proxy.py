@@ -56,6 +56,7 @@ from spillstore._errors import ConfigError, UpstreamUnavailable, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
+from spillstore._stores.url import store_for
 from spillstore._tools.args import SPECS
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import from_tool_result, to_tool_result
@@ -112,7 +113,8 @@ class SpillProxy:
         url: instead of ``command``, a streamable-HTTP upstream (no size limit on
             server-sent events is applied).
         settings: budgets and caps (default: ``Settings()``: environment, then defaults).
-        store: where spills go (default: a ``LocalStore`` at ``settings.dir``).
+        store: where spills go (default: the store ``settings`` name: its ``store`` URL,
+            else a ``LocalStore`` at ``settings.dir``).
         session: the store session (default: ``settings.session``).
         env: the upstream's environment (default: this process's).
         cwd: the upstream's working directory.
@@ -220,11 +222,7 @@ class SpillProxy:
                     f"the upstream MCP server did not list its tools: {exc}"
                 ) from exc
             names = self._spill_names({tool.name for tool in upstream_tools})
-            store = self._store
-            if store is None:
-                from spillstore._stores.local import LocalStore  # noqa: PLC0415 - only when needed
-
-                store = LocalStore(self.settings.dir)
+            store = self._store if self._store is not None else store_for(self.settings)
             tools_kwargs: dict[str, Any] = {}
             if self.max_page_bytes is not None:
                 tools_kwargs["max_page_bytes"] = self.max_page_bytes
