@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from typing import IO, Any, Final
+from typing import IO, Any
 
 import mcp_types as types
 from mcp.server import Server
@@ -57,41 +57,33 @@ from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
 from spillstore._stores.url import store_for
-from spillstore._tools.args import SPECS
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import from_tool_result, to_tool_result
+from spillstore.mcp.defaults import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_PREFIX,
+    DEFAULT_PROBE_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_START_TIMEOUT,
+    MAX_TOOL_PAGES,
+    SPILL_TOOL_NAMES,
+)
 from spillstore.mcp.forward import Notifications, Passthrough, ProxyServer, progress_forwarder
+from spillstore.mcp.launch import Launched
 from spillstore.mcp.server import mcp_result, serve_stdio, spill_tool_definitions
 from spillstore.mcp.transport import StdioTransport
 from spillstore.mcp.upstream import Connection, Upstream, http_transport
 
-__all__ = ["SpillProxy"]
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_MAX_RESTARTS",
+    "DEFAULT_PREFIX",
+    "SPILL_TOOL_NAMES",
+    "SpillProxy",
+]
 
 log = logging.getLogger("spillstore")
-
-DEFAULT_CALL_TIMEOUT: Final = 600.0
-"""Seconds an upstream ``tools/call`` may take before the proxy gives up on it."""
-
-DEFAULT_START_TIMEOUT: Final = 60.0
-"""Seconds the upstream has to answer ``initialize``."""
-
-DEFAULT_PROBE_TIMEOUT: Final = 10.0
-"""After a timed-out call, seconds the upstream has to answer ``tools/list``."""
-
-DEFAULT_REQUEST_TIMEOUT: Final = 120.0
-"""Seconds for forwarded requests other than ``tools/call`` (lists, reads, prompts)."""
-
-MAX_TOOL_PAGES: Final = 100
-"""Pages of ``tools/list`` read from the upstream at most (a paginator that never ends)."""
-
-DEFAULT_MAX_RESTARTS: Final = 3
-"""How many times a crashed or hung upstream is restarted."""
-
-DEFAULT_PREFIX: Final = "spillstore_"
-"""Put before the spill tools' names when an upstream tool already has one of them."""
-
-SPILL_TOOL_NAMES: Final = tuple(spec.default_name for spec in SPECS)
-"""The spill tools' names, unless an upstream tool has one of them."""
 
 _PREFIX = "[spillstore proxy]"
 
@@ -128,6 +120,10 @@ class SpillProxy:
         prefix: put before the spill tools' names when an upstream tool has one of them.
         max_page_bytes: the spill tools' page cap (default: theirs).
         name: the proxy's server name (default: ``spillstore-proxy/<upstream name>``).
+        launched: the upstream ``command``, already started
+            (:func:`~spillstore.mcp.launch.launch`) so that it boots while the caller
+            imports: the first connection adopts it. If it is never adopted (an error
+            first), the caller discards it.
 
     Raises:
         ConfigError: neither or both of ``command`` and ``url``, or bad numbers.
@@ -152,6 +148,7 @@ class SpillProxy:
         prefix: str = DEFAULT_PREFIX,
         max_page_bytes: int | None = None,
         name: str | None = None,
+        launched: Launched | None = None,
     ) -> None:
         if (command is None) == (url is None):
             raise ConfigError("give the upstream as exactly one of command= and url=")
@@ -182,6 +179,7 @@ class SpillProxy:
         self.prefix = prefix
         self.max_page_bytes = max_page_bytes
         self.name = name
+        self._launched = launched
         self._passthrough = Passthrough(self._acquire, self.request_timeout)
         self._notifications = Notifications(
             on_tools_changed=self._forget_tools, subscriptions=self._passthrough.subscriptions
@@ -197,8 +195,14 @@ class SpillProxy:
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         if self.command is not None:
+            launched, self._launched = self._launched, None
             return StdioTransport(
-                self.command[0], self.command[1:], env=self.env, cwd=self.cwd, stderr=self.stderr
+                self.command[0],
+                self.command[1:],
+                env=self.env,
+                cwd=self.cwd,
+                stderr=self.stderr,
+                launched=launched,
             )
         assert self.url is not None
         return http_transport(self.url)

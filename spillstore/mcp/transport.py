@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -41,25 +40,17 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from spillstore.mcp.launch import Launched, launch
+
 __all__ = ["KNOWN_BLOCK_TYPES", "LineSplitter", "StdioTransport", "parse_line"]
 
 log = logging.getLogger("spillstore")
-
-if sys.platform != "win32":
-    import fcntl
-
-    _SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)
-else:  # pragma: no cover
-    _SETPIPE_SZ = None
 
 THREAD_PARSE_BYTES: Final = 1 << 20
 """Lines longer than this are parsed in a worker thread."""
 
 READ_CHUNK_BYTES: Final = 1 << 20
 """The most bytes asked for per read of the server's stdout."""
-
-PIPE_BYTES: Final = 1 << 20
-"""Pipe buffer size asked for (Linux ``F_SETPIPE_SZ``): fewer wake-ups on big results."""
 
 CLOSE_GRACE_SECONDS: Final = 2.0
 """After stdin is closed, how long the server has to exit before it is signalled."""
@@ -179,17 +170,6 @@ def parse_line(
     return SessionMessage(message)
 
 
-def _open_pipe() -> tuple[int, int]:
-    """A pipe for the server's stdout: non-blocking read end, a 1 MiB buffer if allowed."""
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    os.set_inheritable(read_fd, False)
-    if _SETPIPE_SZ is not None:
-        with suppress(OSError):
-            fcntl.fcntl(write_fd, _SETPIPE_SZ, PIPE_BYTES)
-    return read_fd, write_fd
-
-
 class StdioTransport:
     """Launch an MCP server as a subprocess and talk JSON-RPC over its stdin/stdout.
 
@@ -205,6 +185,9 @@ class StdioTransport:
             proxy stands in for the server and passes it what it was given).
         cwd: the working directory.
         stderr: where the server's stderr goes (default: inherited). Never stdout.
+        launched: a process already started with these arguments
+            (:func:`~spillstore.mcp.launch.launch`), adopted by the first ``async
+            with`` instead of starting one (so it can boot while the caller imports).
     """
 
     def __init__(
@@ -215,6 +198,7 @@ class StdioTransport:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stderr: int | IO[Any] | None = None,
+        launched: Launched | None = None,
     ) -> None:
         self.command = command
         self.args = list(args)
@@ -224,7 +208,8 @@ class StdioTransport:
         self.exited = anyio.Event()
         self.returncode: int | None = None
         self.pid: int | None = None
-        self._process: anyio.abc.Process | None = None
+        self._launched = launched
+        self._process: Launched | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._tool_call_ids: set[Any] = set()
         self._streams: list[Any] = []
@@ -247,23 +232,15 @@ class StdioTransport:
         MemoryObjectReceiveStream[SessionMessage | Exception],
         MemoryObjectSendStream[SessionMessage],
     ]:
-        read_fd, write_fd = _open_pipe()
-        try:
-            self._process = process = await anyio.open_process(
-                [self.command, *self.args],
-                stdin=subprocess.PIPE,
-                stdout=write_fd,
-                stderr=self.stderr,
-                env=self.env,
-                cwd=self.cwd,
-                start_new_session=sys.platform != "win32",
+        process, self._launched = self._launched, None
+        if process is not None:
+            process.adopted = True
+        else:
+            process = launch(
+                self.command, self.args, env=self.env, cwd=self.cwd, stderr=self.stderr
             )
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            os.close(write_fd)
-        self._stdout_fd = read_fd
+        self._process = process
+        read_fd = self._stdout_fd = process.stdout_fd
         self.pid = process.pid
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -293,7 +270,7 @@ class StdioTransport:
 
     async def _reader(
         self,
-        process: anyio.abc.Process,
+        process: Launched,
         fd: int,
         send: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
@@ -331,7 +308,7 @@ class StdioTransport:
         finally:
             await self._note_exit(process)
 
-    async def _note_exit(self, process: anyio.abc.Process) -> None:
+    async def _note_exit(self, process: Launched) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
             while process.returncode is None:
                 await anyio.sleep(0.01)
@@ -340,11 +317,12 @@ class StdioTransport:
 
     async def _writer(
         self,
-        process: anyio.abc.Process,
+        process: Launched,
         receive: MemoryObjectReceiveStream[SessionMessage],
         read_send: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
-        assert process.stdin is not None
+        stdin = process.process.stdin
+        assert stdin is not None
         try:
             async with receive:
                 async for item in receive:
@@ -352,17 +330,17 @@ class StdioTransport:
                     if isinstance(message, types.JSONRPCRequest) and message.method == "tools/call":
                         self._tool_call_ids.add(message.id)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send(data.encode("utf-8") + b"\n")
+                    await _write_all(stdin.fileno(), data.encode("utf-8") + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The server stopped reading (it exited): end the session's read side
             # so a pending request fails instead of hanging.
             await read_send.aclose()
 
-    async def _stop(self, process: anyio.abc.Process) -> None:
+    async def _stop(self, process: Launched) -> None:
         """Close stdin, give the server a grace period, then signal its process group."""
-        if process.stdin is not None:
+        if process.process.stdin is not None:
             with suppress(Exception):
-                await process.stdin.aclose()
+                process.process.stdin.close()
         with anyio.move_on_after(CLOSE_GRACE_SECONDS):
             while process.returncode is None:
                 await anyio.sleep(0.01)
@@ -371,15 +349,27 @@ class StdioTransport:
         self.returncode = process.returncode
 
 
-async def _terminate(process: anyio.abc.Process) -> None:
+async def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to the non-blocking ``fd``, waiting while the pipe is full."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
+            continue
+        view = view[written:]
+
+
+async def _terminate(process: Launched) -> None:
     """SIGTERM the process group, then SIGKILL what is left (POSIX); kill elsewhere."""
     if sys.platform == "win32":  # pragma: no cover - the proxy is tested on POSIX
         with suppress(ProcessLookupError):
-            process.kill()
+            process.process.kill()
         return
     from mcp.os.posix.utilities import terminate_posix_process_tree  # noqa: PLC0415
 
-    await terminate_posix_process_tree(process, KILL_GRACE_SECONDS)
+    await terminate_posix_process_tree(process, KILL_GRACE_SECONDS)  # type: ignore[arg-type]
     with anyio.move_on_after(KILL_GRACE_SECONDS):
         while process.returncode is None:
             await anyio.sleep(0.01)
