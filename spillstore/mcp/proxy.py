@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import IO, Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -69,6 +70,7 @@ from spillstore.mcp.defaults import (
     MAX_TOOL_PAGES,
     SPILL_TOOL_NAMES,
 )
+from spillstore.mcp.fastpath import FastCalls
 from spillstore.mcp.forward import Notifications, Passthrough, ProxyServer, progress_forwarder
 from spillstore.mcp.launch import Launched
 from spillstore.mcp.server import mcp_result, serve_stdio, spill_tool_definitions
@@ -275,8 +277,21 @@ class SpillProxy:
         return self._upstream.restarts if self._upstream is not None else 0
 
     async def run_stdio(self) -> None:
-        """Serve the proxy over this process's stdin/stdout until stdin closes."""
-        await serve_stdio(self.server)
+        """Serve the proxy over this process's stdin/stdout until stdin closes.
+
+        Small upstream tool calls skip the SDK sessions (:mod:`spillstore.mcp.fastpath`).
+        """
+        async with anyio.create_task_group() as tg:
+            fast = FastCalls(self, tg)
+            await serve_stdio(self.server, fast.intercept)
+            tg.cancel_scope.cancel()
+
+    def live_stdio_connection(self) -> Connection | None:
+        """The upstream connection if it is alive and over stdio, else None."""
+        conn = self._upstream.current if self._upstream is not None else None
+        if conn is None or conn.transport is None or not conn.alive:
+            return None
+        return conn
 
     def _spill_names(self, upstream_names: set[str]) -> tuple[str, ...]:
         names = SPILL_TOOL_NAMES
@@ -376,13 +391,19 @@ class SpillProxy:
         except UpstreamUnavailable as exc:
             return _error(f"{_PREFIX} {params.name!r} was not called: {exc}.")
         result = await self._forward_call(ctx, params, conn)
+        call_id = str(ctx.request_id) if ctx.request_id is not None else "-"
+        return await self.cap_result(result, params.name, call_id)
+
+    async def cap_result(
+        self, result: types.CallToolResult, name: str, call_id: str
+    ) -> types.CallToolResult:
+        """An upstream tool's result, through the cap (the proxy's own errors pass)."""
+        assert self._service is not None
         if result.is_error and not result.content:
             return result
         converted = to_tool_result(result, structured_budget=self.settings.max_bytes)
         capped = await self._service.atruncate_for_model(
-            converted.result,
-            tool_name=params.name,
-            tool_call_id=str(ctx.request_id) if ctx.request_id is not None else "-",
+            converted.result, tool_name=name, tool_call_id=call_id
         )
         return from_tool_result(converted, capped)
 
@@ -406,29 +427,9 @@ class SpillProxy:
                 )
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED or not conn.alive:
-                how = await conn.describe_end()
-                left = self.max_restarts - self.restarts
-                then = (
-                    f"it will be restarted on the next call ({left} restart(s) left)"
-                    if left > 0
-                    else "it will not be restarted (no restarts left)"
-                )
-                return _error(
-                    f"{_PREFIX} the upstream MCP server {how} while running {params.name!r}; "
-                    f"the call did not complete and was not retried; {then}."
-                )
+                return await self.ended_error(params.name, conn)
             if exc.code == types.REQUEST_TIMEOUT:
-                hung = await self._probe(conn)
-                then = (
-                    "it does not answer at all now, so it was stopped and will be "
-                    "restarted on the next call"
-                    if hung
-                    else "the call was cancelled; the server still answers other requests"
-                )
-                return _error(
-                    f"{_PREFIX} the upstream MCP server did not answer {params.name!r} within "
-                    f"{self.call_timeout:g} s; {then}."
-                )
+                return await self.timeout_error(params.name, conn)
             raise  # a protocol error of the upstream: the client gets it as it came
         except Exception as exc:  # a transport failure (e.g. HTTP): an error result
             log.warning("spillstore proxy: %r failed upstream: %s", params.name, exc)
@@ -436,6 +437,34 @@ class SpillProxy:
                 f"{_PREFIX} the call to {params.name!r} failed on the way to the upstream "
                 f"MCP server ({type(exc).__name__}: {str(exc)[:300]})."
             )
+
+    async def ended_error(self, name: str, conn: Connection) -> types.CallToolResult:
+        """The result of a call the upstream's end interrupted."""
+        how = await conn.describe_end()
+        left = self.max_restarts - self.restarts
+        then = (
+            f"it will be restarted on the next call ({left} restart(s) left)"
+            if left > 0
+            else "it will not be restarted (no restarts left)"
+        )
+        return _error(
+            f"{_PREFIX} the upstream MCP server {how} while running {name!r}; "
+            f"the call did not complete and was not retried; {then}."
+        )
+
+    async def timeout_error(self, name: str, conn: Connection) -> types.CallToolResult:
+        """The result of a call that timed out (after probing whether the server hangs)."""
+        hung = await self._probe(conn)
+        then = (
+            "it does not answer at all now, so it was stopped and will be "
+            "restarted on the next call"
+            if hung
+            else "the call was cancelled; the server still answers other requests"
+        )
+        return _error(
+            f"{_PREFIX} the upstream MCP server did not answer {name!r} within "
+            f"{self.call_timeout:g} s; {then}."
+        )
 
     async def _probe(self, conn: Connection) -> bool:
         """Is the upstream hung? Ask for its tools; stop it if it does not answer."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 
 import anyio
@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from spillstore.mcp.transport import LineSplitter, parse_line
 
-__all__ = ["stdio_streams", "unreadable_answer"]
+__all__ = ["Intercept", "Reply", "stdio_streams", "unreadable_answer"]
 
 READ_BYTES = 1 << 16
 """The most bytes read from stdin at a time."""
@@ -94,14 +94,28 @@ def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessa
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error_data))
 
 
+Reply = Callable[[bytes], Awaitable[None]]
+"""Writes one encoded JSON-RPC line (with its newline) to stdout, in order with the rest."""
+
+Intercept = Callable[[bytes | bytearray, Reply], Awaitable[bool]]
+"""Sees each stdin line before it is parsed; returns True when it took the line over."""
+
+
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[
+async def stdio_streams(
+    intercept: Intercept | None = None,
+) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    """Take fds 0 and 1 and yield ``(read_stream, write_stream)`` for ``Server.run``."""
+    """Take fds 0 and 1 and yield ``(read_stream, write_stream)`` for ``Server.run``.
+
+    Args:
+        intercept: called with every non-blank line read, and a function writing raw
+            lines to stdout; a line it takes over (returns True) is not parsed.
+    """
     in_fd = os.dup(0)
     out_fd = os.dup(1)
     saved_in, saved_out = os.dup(0), os.dup(1)
@@ -116,13 +130,15 @@ async def stdio_streams() -> AsyncIterator[
     if out_poll:
         os.set_blocking(out_fd, False)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage | bytes](0)
 
     async def reader() -> None:
         splitter = LineSplitter()
         answers = write_send.clone()
 
         async def take(line: bytes | bytearray) -> None:
+            if intercept is not None and await intercept(line, answers.send):
+                return
             message = parse_line(line)
             if isinstance(message, Exception):
                 answer = unreadable_answer(line, message)
@@ -146,6 +162,9 @@ async def stdio_streams() -> AsyncIterator[
         try:
             async with write_recv:
                 async for item in write_recv:
+                    if isinstance(item, bytes):
+                        await _write(out_fd, item, out_poll)
+                        continue
                     data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await _write(out_fd, data.encode("utf-8") + b"\n", out_poll)
         finally:

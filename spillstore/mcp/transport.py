@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -42,7 +43,17 @@ from mcp.shared.message import SessionMessage
 
 from spillstore.mcp.launch import Launched, launch
 
-__all__ = ["KNOWN_BLOCK_TYPES", "LineSplitter", "StdioTransport", "parse_line"]
+__all__ = [
+    "CLAIM_PREFIX",
+    "KNOWN_BLOCK_TYPES",
+    "THREAD_PARSE_BYTES",
+    "Claimed",
+    "LineSplitter",
+    "StdioTransport",
+    "known_blocks_only",
+    "load_tool_response",
+    "parse_line",
+]
 
 log = logging.getLogger("spillstore")
 
@@ -60,6 +71,12 @@ KILL_GRACE_SECONDS: Final = 2.0
 
 KNOWN_BLOCK_TYPES: Final = frozenset({"text", "image", "audio", "resource", "resource_link"})
 """Content block types of ``tools/call`` results that pass unchanged."""
+
+CLAIM_PREFIX: Final = "spillstore:"
+"""Request ids the proxy sends without the SDK session start with this (see ``claims``)."""
+
+_CLAIMED_ID = re.compile(rb'"id"\s*:\s*"(spillstore:[0-9]+)"')
+_ID_WINDOW = 512
 
 
 class LineSplitter:
@@ -144,6 +161,26 @@ def _sanitize_tool_result(result: Any) -> None:
             content[index] = _dropped_block(block)
 
 
+Claimed = tuple[bytes | bytearray, tuple[int, int]]
+"""A claimed response line, and the ``[start, end)`` span of its quoted id in it."""
+
+
+def load_tool_response(line: bytes | bytearray) -> Any:
+    """Parse a ``tools/call`` response line, unknown content blocks made notices."""
+    raw = _loads([line])
+    if isinstance(raw, dict) and "result" in raw:
+        _sanitize_tool_result(raw["result"])
+    return raw
+
+
+def known_blocks_only(result: Any) -> bool:
+    """Whether every content block of a raw ``tools/call`` result has a known type."""
+    content = result.get("content") if isinstance(result, dict) else None
+    return isinstance(content, list) and all(
+        isinstance(block, dict) and block.get("type") in KNOWN_BLOCK_TYPES for block in content
+    )
+
+
 def parse_line(
     line: bytes | bytearray | list[bytes | bytearray], tool_call_ids: set[Any] | None = None
 ) -> SessionMessage | Exception:
@@ -210,6 +247,11 @@ class StdioTransport:
         self.pid: int | None = None
         self._launched = launched
         self._process: Launched | None = None
+        self.claims: dict[str, MemoryObjectSendStream[Claimed]] = {}
+        """Responses to route around the session: request id -> where its raw line goes
+        with the span of its quoted id (ids start with :data:`CLAIM_PREFIX`; see
+        :meth:`send_raw`). The streams are closed when the server's stdout ends."""
+        self._stdin_lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self._tool_call_ids: set[Any] = set()
         self._streams: list[Any] = []
@@ -291,7 +333,11 @@ class StdioTransport:
                     del chunk
                     lines.reverse()
                     while lines:
-                        box = [lines.pop()]
+                        line = lines.pop()
+                        if self.claims and self._route_claimed(line):
+                            continue
+                        box = [line]
+                        del line
                         if len(box[0]) > THREAD_PARSE_BYTES:
                             message = await anyio.to_thread.run_sync(
                                 parse_line, box, self._tool_call_ids
@@ -306,7 +352,36 @@ class StdioTransport:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the session went away; the process is stopped on exit
         finally:
+            for stream in self.claims.values():
+                stream.close()  # no answer will come
+            self.claims.clear()
             await self._note_exit(process)
+
+    def _route_claimed(self, line: bytes | bytearray) -> bool:
+        """Hand a response to a claimed id to its claimant, unparsed (the id is looked
+        for near either end of the line, where JSON-RPC encoders put it)."""
+        found = _CLAIMED_ID.search(line, 0, _ID_WINDOW) or _CLAIMED_ID.search(
+            line, max(len(line) - _ID_WINDOW, 0)
+        )
+        if found is None:
+            return False
+        stream = self.claims.pop(found.group(1).decode("ascii"), None)
+        if stream is None:
+            return False
+        span = (found.start(1) - 1, found.end(1) + 1)
+        with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            stream.send_nowait((line, span))
+        return True
+
+    async def send_raw(self, data: bytes) -> None:
+        """Write one encoded JSON-RPC line (with its newline) to the server's stdin.
+
+        Raises:
+            OSError: the server is gone.
+        """
+        assert self._process is not None and self._process.process.stdin is not None
+        async with self._stdin_lock:
+            await _write_all(self._process.process.stdin.fileno(), data)
 
     async def _note_exit(self, process: Launched) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
@@ -330,7 +405,8 @@ class StdioTransport:
                     if isinstance(message, types.JSONRPCRequest) and message.method == "tools/call":
                         self._tool_call_ids.add(message.id)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await _write_all(stdin.fileno(), data.encode("utf-8") + b"\n")
+                    async with self._stdin_lock:
+                        await _write_all(stdin.fileno(), data.encode("utf-8") + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The server stopped reading (it exited): end the session's read side
             # so a pending request fails instead of hanging.

@@ -187,3 +187,106 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
     errors = [answer for answer in answers if "error" in answer]
     assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, -32700), (3, -32600)]
     assert any(answer.get("id") == 7 and "result" in answer for answer in answers)
+
+
+class _Lines:
+    """A proxy subprocess driven line by line over raw JSON-RPC (no SDK client)."""
+
+    def __init__(self, tmp_path: Path, *upstream: str) -> None:
+        command = [sys.executable, "-m", "spillstore.mcp", "proxy", "--dir", str(tmp_path)]
+        command += ["--max-bytes", "20000", "--", *upstream]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
+
+    def send(self, message: dict[str, object]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def line(self) -> bytes:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline()
+
+    def response(self) -> dict[str, object]:
+        """The next response (notifications such as tools/list_changed are skipped)."""
+        while True:
+            message: dict[str, object] = json.loads(self.line())
+            if "id" in message:
+                return message
+
+    def handshake(self) -> None:
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT_PARAMS})
+        assert b'"result"' in self.line()
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+        self.process.stdout.close()
+
+
+INIT_PARAMS = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "t", "version": "0"},
+}
+RAW = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_servers" / "raw.py")]
+
+
+def test_small_results_are_forwarded_as_the_upstream_wrote_them(tmp_path: Path) -> None:
+    """A result line shorter than the budget goes to the client byte for byte as the
+    upstream encoded it (its spacing and key order too), only the request id replaced;
+    a larger one is capped, and unknown blocks still become notices."""
+    proxy = _Lines(tmp_path, *RAW)
+    try:
+        proxy.handshake()
+        call = {"name": "echo", "arguments": {"text": "h\u00e9llo \U0001f600"}}
+        proxy.send({"jsonrpc": "2.0", "id": "a-1", "method": "tools/call", "params": call})
+        expected = {
+            "jsonrpc": "2.0",
+            "id": "a-1",
+            "result": {"content": [{"type": "text", "text": "h\u00e9llo \U0001f600"}]},
+        }
+        assert proxy.line() == json.dumps(expected).encode() + b"\n"
+        big = {"name": "big", "arguments": {"size": 300_000}}
+        proxy.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": big})
+        capped = json.loads(proxy.line())
+        assert capped["id"] == 2 and len(proxy_text(capped).encode()) <= 20_000
+        assert capped["result"]["_meta"]["io.github.spillstore/spill"]["totalBytes"] == 300_000
+        proxy.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "odd"}})
+        odd = json.loads(proxy.line())
+        assert odd["id"] == 3 and "[content dropped" in json.dumps(odd)
+    finally:
+        proxy.close()
+
+
+def test_a_crash_during_a_direct_call_is_an_error_result_and_the_next_call_restarts(
+    tmp_path: Path,
+) -> None:
+    """A call forwarded without the SDK sessions still reports an upstream crash as an
+    ``is_error`` result, and the next call restarts the upstream."""
+    proxy = _Lines(tmp_path, *RAW)
+    try:
+        proxy.handshake()
+        crash = {"name": "crash", "arguments": {"code": 7}}
+        proxy.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": crash})
+        crashed = proxy.response()
+        assert crashed["id"] == 1 and crashed["result"]["isError"] is True
+        assert "exited with code 7" in proxy_text(crashed)
+        echo = {"name": "echo", "arguments": {"text": "back"}}
+        proxy.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo})
+        assert proxy_text(proxy.response()) == "back"
+    finally:
+        proxy.close()
+
+
+def proxy_text(message: dict[str, object]) -> str:
+    result = message["result"]
+    assert isinstance(result, dict)
+    return "".join(block["text"] for block in result["content"] if block["type"] == "text")
