@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 import mcp_types as types
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from spillstore.mcp.stdio import Reply
 from spillstore.mcp.transport import (
@@ -44,26 +47,56 @@ from spillstore.mcp.transport import (
     known_blocks_only,
     load_tool_response,
 )
+from spillstore.mcp.upstream import Connection
 
 if TYPE_CHECKING:
     from spillstore.mcp.proxy import SpillProxy
-    from spillstore.mcp.upstream import Connection
 
 __all__ = ["FastCalls"]
 
 log = logging.getLogger("spillstore")
 
-_INITIALIZED = b'"notifications/initialized"'
-_MARKS = (b'"tools/call"', b'"notifications/cancelled"', _INITIALIZED)
+_MARKS = (
+    b'"tools/call"',
+    b'"notifications/cancelled"',
+    b'"notifications/initialized"',
+    b'"initialize"',
+)
 
 
 def _line(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def _response(request_id: Any, result: types.CallToolResult) -> bytes:
+def _response(request_id: Any, result: types.CallToolResult, version: str) -> bytes:
+    """A result as the SDK server sends it on ``version`` (only that version's fields)."""
     body = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    body = serialize_server_result("tools/call", version, body)
     return _line({"jsonrpc": "2.0", "id": request_id, "result": body})
+
+
+@dataclass(eq=False)
+class _Call:
+    """One call on this path: ids both ways, the tool, and how to stop waiting."""
+
+    request_id: Any
+    upstream_id: str
+    name: str
+    conn: Connection
+    transport: StdioTransport
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+async def _cancel_upstream(transport: StdioTransport, upstream_id: str, reason: Any) -> None:
+    cancelled = {
+        "requestId": upstream_id,
+        **({"reason": reason} if isinstance(reason, str) else {}),
+    }
+    message = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}
+    try:
+        await transport.send_raw(_line(message))
+    except OSError as exc:
+        log.debug("spillstore proxy: could not cancel %s upstream: %s", upstream_id, exc)
 
 
 class FastCalls:
@@ -79,7 +112,8 @@ class FastCalls:
         self._tg = tg
         self._count = 0
         self._ready = False  # a 2025-era client finished its handshake
-        self._calls: dict[Any, tuple[anyio.CancelScope, str, StdioTransport]] = {}
+        self._version = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+        self._calls: dict[Any, _Call] = {}
 
     async def intercept(self, line: bytes | bytearray, reply: Reply) -> bool:
         """Take over ``line`` if it is a call (or a cancellation) this path handles."""
@@ -92,6 +126,12 @@ class FastCalls:
         if not isinstance(raw, dict):
             return False
         method = raw.get("method")
+        if method == "initialize":
+            params = raw.get("params")
+            wanted = params.get("protocolVersion") if isinstance(params, dict) else None
+            if wanted in HANDSHAKE_PROTOCOL_VERSIONS:  # else the server offers its latest
+                self._version = wanted
+            return False
         if method == "notifications/initialized":
             self._ready = True
             return False  # the server needs it too
@@ -125,7 +165,10 @@ class FastCalls:
         if arguments:
             forwarded["arguments"] = arguments
         request = {"jsonrpc": "2.0", "id": upstream_id, "method": "tools/call", "params": forwarded}
-        self._tg.start_soon(self._run, request, request_id, name, conn, reply)
+        assert conn.transport is not None
+        call = _Call(request_id, upstream_id, name, conn, conn.transport)
+        self._calls[request_id] = call  # now: a cancellation may be the next line
+        self._tg.start_soon(self._run, call, request, reply)
         return True
 
     async def _cancel(self, params: Any) -> bool:
@@ -133,52 +176,37 @@ class FastCalls:
         call = self._calls.pop(request_id, None) if isinstance(request_id, int | str) else None
         if call is None:
             return False
-        scope, upstream_id, transport = call
-        scope.cancel()
-        cancelled = {"requestId": upstream_id, "reason": params.get("reason")}
-        message = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}
-        try:
-            await transport.send_raw(_line(message))
-        except OSError as exc:
-            log.debug("spillstore proxy: could not cancel %s upstream: %s", upstream_id, exc)
+        call.scope.cancel()
+        await _cancel_upstream(call.transport, call.upstream_id, params.get("reason"))
         return True
 
-    async def _run(
-        self,
-        request: dict[str, Any],
-        request_id: Any,
-        name: str,
-        conn: Connection,
-        reply: Reply,
-    ) -> None:
-        transport = conn.transport
-        assert transport is not None
-        upstream_id: str = request["id"]
+    async def _run(self, call: _Call, request: dict[str, Any], reply: Reply) -> None:
+        transport, name = call.transport, call.name
         send, receive = anyio.create_memory_object_stream[Claimed](1)
         answer: bytes | None = None
         claimed: Claimed | None = None
-        with anyio.CancelScope() as scope:
-            self._calls[request_id] = (scope, upstream_id, transport)
-            transport.claims[upstream_id] = send
+        with call.scope:
+            transport.claims[call.upstream_id] = send
             try:
                 await transport.send_raw(_line(request))
                 with anyio.fail_after(self._proxy.call_timeout):
                     claimed = await receive.receive()
+            except TimeoutError:  # before OSError, of which it is a subclass
+                await _cancel_upstream(transport, call.upstream_id, "timed out in the proxy")
+                result = await self._proxy.timeout_error(name, call.conn)
+                answer = _response(call.request_id, result, self._version)
             except (anyio.EndOfStream, OSError):
-                answer = _response(request_id, await self._proxy.ended_error(name, conn))
-            except TimeoutError:
-                await self._cancel({"requestId": request_id, "reason": "timed out"})
-                result = await self._proxy.timeout_error(name, conn)
-                answer = _response(request_id, result)
+                result = await self._proxy.ended_error(name, call.conn)
+                answer = _response(call.request_id, result, self._version)
             finally:
-                self._calls.pop(request_id, None)
-                transport.claims.pop(upstream_id, None)
+                self._calls.pop(call.request_id, None)
+                transport.claims.pop(call.upstream_id, None)
                 send.close()
                 receive.close()
-        if scope.cancel_called:
+        if call.scope.cancel_called:
             return  # the client cancelled the call: it gets no response
         if claimed is not None:
-            answer = await self._answer(claimed, request_id, name)
+            answer = await self._answer(claimed, call.request_id, name)
         if answer is not None:
             await reply(answer)
 
@@ -201,4 +229,4 @@ class FastCalls:
             return _line({"jsonrpc": "2.0", "id": request_id, "error": error})
         result = types.CallToolResult.model_validate(raw.pop("result"))
         capped = await self._proxy.cap_result(result, name, str(request_id))
-        return _response(request_id, capped)
+        return _response(request_id, capped, self._version)

@@ -192,9 +192,9 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
 class _Lines:
     """A proxy subprocess driven line by line over raw JSON-RPC (no SDK client)."""
 
-    def __init__(self, tmp_path: Path, *upstream: str) -> None:
+    def __init__(self, tmp_path: Path, *upstream: str, timeout: float = 600) -> None:
         command = [sys.executable, "-m", "spillstore.mcp", "proxy", "--dir", str(tmp_path)]
-        command += ["--max-bytes", "20000", "--", *upstream]
+        command += ["--max-bytes", "20000", "--timeout", str(timeout), "--", *upstream]
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -290,3 +290,39 @@ def proxy_text(message: dict[str, object]) -> str:
     result = message["result"]
     assert isinstance(result, dict)
     return "".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+def test_a_cancelled_direct_call_gets_no_response_and_the_proxy_goes_on(tmp_path: Path) -> None:
+    """A client's ``notifications/cancelled`` for a call in flight reaches the upstream,
+    no response is sent for that call, and the next call is answered."""
+    proxy = _Lines(tmp_path, *RAW)
+    try:
+        proxy.handshake()
+        freeze = {"name": "freeze", "arguments": {"seconds": 2}}
+        proxy.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": freeze})
+        cancel = {"requestId": 1, "reason": "changed my mind"}
+        proxy.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        echo = {"name": "echo", "arguments": {"text": "next"}}
+        proxy.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo})
+        answer = proxy.response()
+        assert answer["id"] == 2 and proxy_text(answer) == "next"
+    finally:
+        proxy.close()
+
+
+def test_a_direct_call_that_times_out_is_an_error_result(tmp_path: Path) -> None:
+    """A call forwarded without the SDK sessions that outlives ``--timeout`` gets the
+    same ``is_error`` result as through them (the server, still alive, keeps serving)."""
+    proxy = _Lines(tmp_path, *RAW, timeout=1)
+    try:
+        proxy.handshake()
+        freeze = {"name": "freeze", "arguments": {"seconds": 3}}
+        proxy.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": freeze})
+        late = proxy.response()
+        assert late["id"] == 1 and "did not answer 'freeze' within 1 s" in proxy_text(late)
+        assert "still answers other requests" in proxy_text(late)
+        echo = {"name": "echo", "arguments": {"text": "after"}}
+        proxy.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo})
+        assert proxy_text(proxy.response()) == "after"
+    finally:
+        proxy.close()
