@@ -206,22 +206,26 @@ class FastCalls:
         if call.scope.cancel_called:
             return  # the client cancelled the call: it gets no response
         if claimed is not None:
-            answer = await self._answer(claimed, call.request_id, name)
+            box = [claimed]
+            del claimed  # _answer frees a large line as soon as it is parsed
+            answer = await self._answer(box, call.request_id, name)
         if answer is not None:
             await reply(answer)
 
-    async def _answer(self, claimed: Claimed, request_id: Any, name: str) -> bytes:
-        """The downstream line for the upstream's response line."""
-        line, (start, end) = claimed
-        if len(line) <= self._proxy.settings.max_bytes:
+    async def _answer(self, box: list[Claimed], request_id: Any, name: str) -> bytes:
+        """The downstream line for the upstream's response line (taken out of ``box``)."""
+        line, (start, end) = box.pop()
+        size = len(line)
+        if size <= self._proxy.settings.max_bytes:
             raw = json.loads(line)
             if "error" in raw or known_blocks_only(raw.get("result")):
                 return b"".join((line[:start], json.dumps(request_id).encode(), line[end:], b"\n"))
-        if len(line) > THREAD_PARSE_BYTES:
-            raw = await anyio.to_thread.run_sync(load_tool_response, line)
+        lines = [line]
+        del line
+        if size > THREAD_PARSE_BYTES:
+            raw = await anyio.to_thread.run_sync(load_tool_response, lines)
         else:
-            raw = load_tool_response(line)
-        del line, claimed
+            raw = load_tool_response(lines)
         if not isinstance(raw, dict) or not isinstance(raw.get("result"), dict):
             error = raw.get("error") if isinstance(raw, dict) else None
             if not isinstance(error, dict):

@@ -165,9 +165,10 @@ Claimed = tuple[bytes | bytearray, tuple[int, int]]
 """A claimed response line, and the ``[start, end)`` span of its quoted id in it."""
 
 
-def load_tool_response(line: bytes | bytearray) -> Any:
-    """Parse a ``tools/call`` response line, unknown content blocks made notices."""
-    raw = _loads([line])
+def load_tool_response(box: list[bytes | bytearray]) -> Any:
+    """Parse the ``tools/call`` response line in ``box`` (emptied, so the bytes are freed
+    early), unknown content blocks made notices."""
+    raw = _loads(box)
     if isinstance(raw, dict) and "result" in raw:
         _sanitize_tool_result(raw["result"])
     return raw
@@ -335,6 +336,7 @@ class StdioTransport:
                     while lines:
                         line = lines.pop()
                         if self.claims and self._route_claimed(line):
+                            del line  # the claimant holds it now
                             continue
                         box = [line]
                         del line

@@ -15,10 +15,11 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from spillstore import MemoryStore
 from spillstore.mcp import SpillProxy
+from tests.mcp.mcp_servers.big import BLOB
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_servers" / "big.py")]
@@ -326,3 +327,22 @@ def test_a_direct_call_that_times_out_is_an_error_result(tmp_path: Path) -> None
         assert proxy_text(proxy.response()) == "after"
     finally:
         proxy.close()
+
+
+async def test_a_result_that_fits_keeps_its_blob_through_the_proxy(tmp_path: Path) -> None:
+    """A small result holding a blob resource (with text, image, audio and a link) comes
+    back through the proxy command line unchanged: nothing is dropped or noticed."""
+    command = [sys.executable, "-m", "spillstore.mcp", "proxy", "--dir", str(tmp_path), "--"]
+    params = StdioServerParameters(command=command[0], args=[*command[1:], *BIG], cwd=str(ROOT))
+    async with Client(params, mode="legacy") as client:
+        proxied = await client.call_tool("mixed", {"size": 100})
+    async with Client(StdioServerParameters(command=BIG[0], args=BIG[1:]), mode="legacy") as c:
+        direct = await c.call_tool("mixed", {"size": 100})
+    assert proxied.content == direct.content
+    [blob] = [
+        block.resource
+        for block in proxied.content
+        if isinstance(block, types.EmbeddedResource)
+        and isinstance(block.resource, types.BlobResourceContents)
+    ]
+    assert blob.blob == BLOB
