@@ -28,7 +28,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from spillstore.mcp.transport import LineSplitter, parse_line
+from spillstore.mcp.transport import LineSplitter, parse_line, write_all
 
 __all__ = ["Intercept", "Reply", "stdio_streams", "unreadable_answer"]
 
@@ -52,20 +52,6 @@ async def _read(fd: int, pollable: bool) -> bytes:
             return os.read(fd, READ_BYTES)
         except BlockingIOError:
             await anyio.wait_readable(fd)
-
-
-async def _write(fd: int, data: bytes, pollable: bool) -> None:
-    view = memoryview(data)
-    while view:
-        if not pollable:
-            written = await anyio.to_thread.run_sync(os.write, fd, view)
-        else:
-            try:
-                written = os.write(fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(fd)
-                continue
-        view = view[written:]
 
 
 def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessage | None:
@@ -163,10 +149,10 @@ async def stdio_streams(
             async with write_recv:
                 async for item in write_recv:
                     if isinstance(item, bytes):
-                        await _write(out_fd, item, out_poll)
+                        await write_all(out_fd, item, pollable=out_poll)
                         continue
                     data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await _write(out_fd, data.encode("utf-8") + b"\n", out_poll)
+                    await write_all(out_fd, data.encode("utf-8") + b"\n", pollable=out_poll)
         finally:
             written.set()
 

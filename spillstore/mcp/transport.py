@@ -53,6 +53,7 @@ __all__ = [
     "known_blocks_only",
     "load_tool_response",
     "parse_line",
+    "write_all",
 ]
 
 log = logging.getLogger("spillstore")
@@ -383,7 +384,7 @@ class StdioTransport:
         """
         assert self._process is not None and self._process.process.stdin is not None
         async with self._stdin_lock:
-            await _write_all(self._process.process.stdin.fileno(), data)
+            await write_all(self._process.process.stdin.fileno(), data)
 
     async def _note_exit(self, process: Launched) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
@@ -408,7 +409,7 @@ class StdioTransport:
                         self._tool_call_ids.add(message.id)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
                     async with self._stdin_lock:
-                        await _write_all(stdin.fileno(), data.encode("utf-8") + b"\n")
+                        await write_all(stdin.fileno(), data.encode("utf-8") + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The server stopped reading (it exited): end the session's read side
             # so a pending request fails instead of hanging.
@@ -427,15 +428,19 @@ class StdioTransport:
         self.returncode = process.returncode
 
 
-async def _write_all(fd: int, data: bytes) -> None:
-    """Write ``data`` to the non-blocking ``fd``, waiting while the pipe is full."""
+async def write_all(fd: int, data: bytes, *, pollable: bool = True) -> None:
+    """Write ``data`` to ``fd``: non-blocking, waiting while a pipe is full, or (a regular
+    file, which cannot be polled: ``pollable=False``) in a worker thread."""
     view = memoryview(data)
     while view:
-        try:
-            written = os.write(fd, view)
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-            continue
+        if not pollable:
+            written = await anyio.to_thread.run_sync(os.write, fd, view)
+        else:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+                continue
         view = view[written:]
 
 
