@@ -121,7 +121,7 @@ class FastCalls:
             return False
         try:
             raw = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # the SDK path answers it
             return False
         if not isinstance(raw, dict):
             return False
@@ -208,7 +208,12 @@ class FastCalls:
         if claimed is not None:
             box = [claimed]
             del claimed  # _answer frees a large line as soon as it is parsed
-            answer = await self._answer(box, call.request_id, name)
+            try:
+                answer = await self._answer(box, call.request_id, name)
+            except Exception as exc:  # an unreadable response: an error, not a dead proxy
+                log.warning("spillstore proxy: bad response to %r from upstream: %s", name, exc)
+                error = {"code": types.INTERNAL_ERROR, "message": f"bad upstream response: {exc}"}
+                answer = _line({"jsonrpc": "2.0", "id": call.request_id, "error": error})
         if answer is not None:
             await reply(answer)
 
@@ -218,7 +223,7 @@ class FastCalls:
         size = len(line)
         if size <= self._proxy.settings.max_bytes:
             raw = json.loads(line)
-            if "error" in raw or known_blocks_only(raw.get("result")):
+            if isinstance(raw, dict) and ("error" in raw or known_blocks_only(raw.get("result"))):
                 return b"".join((line[:start], json.dumps(request_id).encode(), line[end:], b"\n"))
         lines = [line]
         del line

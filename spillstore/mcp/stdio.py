@@ -57,17 +57,20 @@ async def _read(fd: int, pollable: bool) -> bytes:
 def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessage | None:
     """The JSON-RPC error for a line that is not a readable message, if it needs one.
 
-    A line that is not JSON gets ``-32700`` (parse error) with a null id; JSON that is
+    A line that is not JSON (or nests too deeply to parse) gets ``-32700`` (parse error)
+    with a null id; JSON that is
     not a valid message gets ``-32600`` (invalid request), with its id when it has a
     usable one. A broken notification or response (no id) gets no answer, as JSON-RPC
     asks.
     """
-    if isinstance(error, ValueError) and not isinstance(error, ValidationError):
+    if isinstance(error, RecursionError) or (
+        isinstance(error, ValueError) and not isinstance(error, ValidationError)
+    ):
         code, text, request_id = types.PARSE_ERROR, "Parse error", None
     else:
         try:
             raw = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         request_id = raw.get("id") if isinstance(raw, dict) else None
         if isinstance(raw, dict) and "id" in raw and "method" not in raw:

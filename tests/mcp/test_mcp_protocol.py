@@ -169,7 +169,9 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
     request that is not valid JSON-RPC gets -32600 with its id, and serving goes on."""
     command = [sys.executable, "-m", "spillstore.mcp", "serve", "--dir", str(tmp_path / "s")]
     ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
-    lines = ["this is not json", json.dumps({"jsonrpc": "2.0", "id": 3, "method": 5}), ""]
+    nested = '{"method": "tools/call", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    bad_request = json.dumps({"jsonrpc": "2.0", "id": 3, "method": 5})
+    lines = ["this is not json", nested, bad_request, ""]
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -186,7 +188,11 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
     )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     errors = [answer for answer in answers if "error" in answer]
-    assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, -32700), (3, -32600)]
+    assert [(e["id"], e["error"]["code"]) for e in errors] == [
+        (None, -32700),
+        (None, -32700),
+        (3, -32600),
+    ]
     assert any(answer.get("id") == 7 and "result" in answer for answer in answers)
 
 
