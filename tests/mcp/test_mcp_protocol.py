@@ -183,17 +183,25 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
         },
     }
     stdin = "\n".join([json.dumps(initialize), *lines, json.dumps(ping)]) + "\n"
-    done = subprocess.run(
-        command, input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=60, check=False
+    server = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT
     )
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(stdin.encode())
+    server.stdin.flush()  # stdin stays open until the last answer: EOF ends serving
+    answers: list[dict[str, object]] = []
+    while not any(answer.get("id") == 7 for answer in answers):
+        answers.append(json.loads(server.stdout.readline()))
+    server.stdin.close()
+    server.wait(timeout=60)
+    server.stdout.close()
     errors = [answer for answer in answers if "error" in answer]
     assert [(e["id"], e["error"]["code"]) for e in errors] == [
         (None, -32700),
         (None, -32700),
         (3, -32600),
     ]
-    assert any(answer.get("id") == 7 and "result" in answer for answer in answers)
+    assert any(answer.get("id") == 7 and "result" in answer for answer in answers)  # goes on
 
 
 class _Lines:
