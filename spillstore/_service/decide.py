@@ -292,7 +292,7 @@ def _read_if_small(path: str, budget: int) -> str | None:
             raise StoreError(f"{path} is not a regular file")
         if info.st_size > budget:
             return None
-        data = os.read(fd, budget + 1)
+        data = os.read(fd, min(budget, info.st_size) + 1)  # never a buffer past the file
     finally:
         os.close(fd)
     return None if len(data) > budget else data.decode("utf-8", "replace")

@@ -18,6 +18,7 @@ from spillstore._core.pointer import (
     Preview,
     Stored,
     line_count,
+    path_line,
     quote_name,
     render_pointer,
 )
@@ -98,7 +99,7 @@ def _append_mode(
     assert shaped is not None
     total_lines = line_count(measured.total_bytes, measured.newlines, step.ends_with_newline)
     line, offset = shaped.first_cut
-    spill = f"spill {stored.spill_id}" + (f" at {stored.path}" if stored.path else "")
+    spill = f"spill {stored.spill_id}"
     where = {
         "full": f"saved in full as {spill}",
         "partial": (
@@ -119,6 +120,8 @@ def _append_mode(
             f' Next: {host.read_tool}(spill="{stored.spill_id}", byte_offset={offset},'
             f" max_bytes={DEFAULT_BYTE_PAGE}) reads on from the first cut (line {line})."
         )
+    if stored.state != "none" and stored.path:
+        note += f"\n{path_line(stored.path)}"
     text = _dedupe_suffix(shaped.text, step.suffix)
     text = f"{text}\n{note}"
     preview = Preview(

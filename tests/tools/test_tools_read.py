@@ -653,3 +653,24 @@ def test_delegate_read_serves_spill_paths_only(local_store: LocalStore, tmp_path
     assert result is not None and result.spill_exempt and not result.is_error
     assert body_lines(text_of(result)) == [(2, "two")]
     assert delegate_read(MemoryStore(), meta.path) is None
+
+
+@pytest.mark.parametrize(("offset", "limit"), [(1, 200), (2, 1)])
+def test_a_line_whose_newline_was_not_kept_shows_its_kept_part_and_where_it_stops(
+    offset: int, limit: int
+) -> None:
+    """A line running into the retention gap, cut by the page cap first, is shown, not a crash."""
+    store = MemoryStore()
+    output = "first line\n" + "x" * 100_000 + "\n" + "ok\n" * 10_000
+    spill = put(store, output, retention_bytes=65_536, retained_tail_bytes=16_384)
+    kept = store.stat(spill).stored_ranges
+    gap_start, gap_end = kept[0][1], kept[1][0]
+    result = SpillTools(store).read(spill, offset=offset, limit=limit)
+    text = text_of(result)
+    assert not result.is_error, text
+    lines = dict(body_lines(text))
+    assert lines[2].startswith("x" * 100)
+    assert f"bytes [{gap_start}, {gap_end}), which were not kept" in text
+    assert f"the kept bytes stop at {gap_start}" in text
+    resume = int(re.search(r"byte_offset=(\d+)\)\]", text).group(1))  # type: ignore[union-attr]
+    assert 11 < resume < gap_start
