@@ -284,7 +284,7 @@ def _ends_with_newline(texts: Sequence[str]) -> bool:
 
 
 def _read_if_small(path: str, budget: int) -> str | None:
-    """The file's text when it is within ``budget`` bytes, else ``None`` (it must be adopted)."""
+    """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -295,7 +295,13 @@ def _read_if_small(path: str, budget: int) -> str | None:
         data = os.read(fd, min(budget, info.st_size) + 1)  # never a buffer past the file
     finally:
         os.close(fd)
-    return None if len(data) > budget else data.decode("utf-8", "replace")
+    if len(data) > budget:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:  # invalid bytes that outgrow the budget once decoded are
+        text = data.decode("utf-8", "replace")  # adopted raw, never saved decoded
+    return text if utf8_size(text) <= budget else None
 
 
 def _inline_file(result: ToolResult, text: str) -> ToolResult:

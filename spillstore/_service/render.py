@@ -23,7 +23,7 @@ from spillstore._core.pointer import (
     render_pointer,
 )
 from spillstore._core.ranges import format_ranges
-from spillstore._core.utf8 import utf8_size
+from spillstore._core.utf8 import encode, utf8_size
 from spillstore._service.flow import Host, Measure, Prepared
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResu
         text, info = _replace_mode(host, step, stored, measured, invalid)
     if step.suffix:
         text = f"{text}\n{step.suffix}"
+    # Strict UTF-8 in every mode: lone surrogates (from a str output or suffix) become
+    # U+FFFD, as the previews' decoding makes them; the size does not change.
+    text = encode(text).decode("utf-8")
     if utf8_size(text) > budget:  # a pathological path or name: never exceed the budget
         text = elide_middle(text, budget, tool_name=step.tool_name)
     content: list[Part] = [TextPart(text), *step.others]

@@ -1,0 +1,137 @@
+"""The service tells the model the truth at the edges: budgets, blobs, suffixes, bytes."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from spillstore._content import TextPart, ToolResult
+from spillstore._core.utf8 import utf8_size
+from spillstore._errors import StoreError
+from spillstore._service.service import TruncationService
+from spillstore._settings import Settings
+from spillstore._stores.base import Store
+from spillstore._stores.local import LocalStore
+from spillstore._stores.memory import MemoryStore
+
+APPEND = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
+
+
+def _service(settings: Settings = APPEND, store: Store | None = None) -> TruncationService:
+    return TruncationService(store or MemoryStore(), settings)
+
+
+def _model_text(result: ToolResult) -> str:
+    return "\n".join(p.text for p in result.content if isinstance(p, TextPart))
+
+
+def test_append_mode_hint_names_the_line_of_the_first_cut_byte_across_parts() -> None:
+    """With several text parts, the append-mode hint's line holds the byte it points at."""
+    result = _service().truncate_for_model(
+        ToolResult(content=(TextPart("first part"), TextPart("x" * 5000 + "\nend\n"))),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert result.spill is not None and result.spill.mode == "append"
+    assert "byte_offset=211," in _model_text(result)
+    assert "(line 2)" in _model_text(result)
+
+
+@pytest.mark.parametrize("suffix", [None, "exit \ud800 1"])
+def test_append_mode_text_is_strict_utf8_with_lone_surrogates(suffix: str | None) -> None:
+    """Append mode turns lone surrogates into U+FFFD, as replace mode does."""
+    output = "a\ud800b\n" + "x" * 5000 + "\n\udfffend\n"
+    result = _service().truncate_for_model(
+        ToolResult(content=(TextPart(output),), suffix=suffix), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None and result.spill.mode == "append"
+    text = _model_text(result)
+    text.encode("utf-8")  # strict: raises on a lone surrogate
+    assert "a\ufffdb" in text and "\ufffdend" in text
+    assert utf8_size(text) <= APPEND.max_bytes
+
+
+def test_replace_mode_suffix_is_strict_utf8_with_lone_surrogates() -> None:
+    """A suffix with a lone surrogate reaches the model as U+FFFD in replace mode too."""
+    result = _service().truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 5000),), suffix="exit \udc80"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    text = _model_text(result)
+    text.encode("utf-8")
+    assert text.endswith("exit \ufffd")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class DeadStore(MemoryStore):
+    """A store whose backend is down: every write fails as a real one would."""
+
+    def writer(self, **kwargs: object) -> NoReturn:  # type: ignore[override]
+        raise StoreError("connection refused")
+
+    def put(self, *args: object, **kwargs: object) -> NoReturn:  # type: ignore[override]
+        raise StoreError("connection refused")
+
+    def adopt(self, *args: object, **kwargs: object) -> NoReturn:  # type: ignore[override]
+        raise StoreError("connection refused")
+
+
+@pytest.mark.parametrize("chunk", [1_000, 65_536])
+def test_a_stream_to_a_dead_store_states_the_real_sha256(chunk: int) -> None:
+    """The accumulator hashes what it streams, so a failed spill still names the true hash."""
+    data = b"hello \xe2\x82\xac\n" * 20_000
+    acc = _service(Settings(), DeadStore()).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), chunk):
+        acc.write(data[start : start + chunk])
+    result = acc.ok("exit code 0")
+    assert result.spill is not None and result.spill.saved == "none"
+    assert result.spill.sha256 == _sha(data)
+    assert f"sha256 {_sha(data)}" in _model_text(result)
+
+
+def test_invalid_utf8_under_the_budget_is_saved_raw_when_its_text_is_not() -> None:
+    """20,000 invalid bytes (60,000 once decoded) are saved as the bytes, ranged and hashed."""
+    data = b"\xff" * 20_000
+    service = _service(Settings())
+    acc = service.accumulator(tool_name="t", tool_call_id="c")
+    acc.write(data)
+    result = acc.ok("exit code 0")
+    info = result.spill
+    assert info is not None and info.saved == "full"
+    assert (info.total_bytes, info.sha256, info.invalid_utf8) == (20_000, _sha(data), True)
+    assert info.stored_ranges == ((0, 20_000),)
+    assert service.store.read_bytes(info.spill_id, 0, 20_000) == data  # type: ignore[arg-type]
+    text = _model_text(result)
+    assert "not valid UTF-8" in text and "20000 bytes" in text
+    assert utf8_size(text) <= Settings().max_bytes
+
+
+def test_invalid_utf8_whose_text_fits_passes_inline() -> None:
+    """Invalid bytes whose U+FFFD text still fits reach the model inline, nothing saved."""
+    acc = _service(Settings()).accumulator(tool_name="t", tool_call_id="c")
+    acc.write(b"ok \xff\n")
+    result = acc.ok()
+    assert result.spill is None
+    assert _model_text(result) == "ok \ufffd\n"
+
+
+def test_a_small_invalid_utf8_file_is_adopted_raw_when_its_text_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    """A file under the budget whose decoded text is over it is saved as its bytes."""
+    path = tmp_path / "out.bin"
+    path.write_bytes(b"\x80" * 20_000)
+    service = _service(Settings(), LocalStore(tmp_path / "store"))
+    result = service.truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path)), tool_name="t", tool_call_id="c"
+    )
+    info = result.spill
+    assert info is not None and info.invalid_utf8 and info.total_bytes == 20_000
+    assert info.sha256 == _sha(b"\x80" * 20_000)
