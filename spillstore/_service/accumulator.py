@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import UsageError
-from spillstore._service.decide import SpillArgs, bounded_suffix, result_flow, spill_args
+from spillstore._service.decide import SpillArgs, result_flow, spill_args
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -35,6 +35,7 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.render import render
+from spillstore._service.sides import strict, suffix_flow
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
@@ -149,7 +150,11 @@ class OutputAccumulator:
             self._hasher.update(raw)
             try:
                 saved = yield call(
-                    host.store.put, host.store.aput, raw, suffix=suffix, **self._spill_args()
+                    host.store.put,
+                    host.store.aput,
+                    raw,
+                    suffix=_stored(suffix),
+                    **self._spill_args(),
                 )
             except STORE_FAILURES as exc:
                 saved = exc
@@ -159,13 +164,14 @@ class OutputAccumulator:
             except STORE_FAILURES as exc:
                 saved = yield call(self._fail, self._afail, exc)
         assert saved is not None
+        shown = yield from suffix_flow(host, suffix or "", self._spill_args())
         step = step_from_ends(
             host.settings,
             result=ToolResult(content=(), is_error=is_error),
             head_raw=self._head,
             tail_raw=bytes(self._tail),
             counted=Measure(self._hasher.hexdigest(), self._total, self._newlines),
-            suffix=bounded_suffix(suffix or "", host.settings.max_bytes),
+            suffix=shown,
             tool_name=self._tool_name,
             tool_call_id=self._tool_call_id,
         )
@@ -195,7 +201,7 @@ class OutputAccumulator:
 
     def _commit(self, suffix: str | None) -> SpillMeta:
         assert self._writer is not None  # _finish_flow refused a mix
-        return self._writer.commit(suffix=suffix)
+        return self._writer.commit(suffix=_stored(suffix))
 
     def _fail(self, exc: Exception) -> Exception:
         """Remember why spilling failed; the sync writer (if any) is dropped."""
@@ -230,7 +236,7 @@ class OutputAccumulator:
 
     async def _acommit(self, suffix: str | None) -> SpillMeta:
         assert self._awriter is not None  # _finish_flow refused a mix
-        return await self._awriter.commit(suffix=suffix)
+        return await self._awriter.commit(suffix=_stored(suffix))
 
     async def _afail(self, exc: Exception) -> Exception:
         """Async twin of :meth:`_fail`."""
@@ -256,3 +262,8 @@ def _text_of(raw: bytes, suffix: str | None, budget: int) -> str | None:
         text = raw.decode("utf-8", "replace")
     size = utf8_size(text) + (utf8_size(suffix) + 1 if suffix else 0)
     return text if size <= budget else None
+
+
+def _stored(suffix: str | None) -> str | None:
+    """The suffix as stored: whole, strict UTF-8, ``None`` when empty."""
+    return strict(suffix) if suffix else None

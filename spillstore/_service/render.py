@@ -9,6 +9,7 @@ text never exceeds the budget, pointer and suffix included.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from spillstore._content import Part, SpillInfo, TextPart, ToolResult
@@ -29,7 +30,7 @@ from spillstore._service.flow import Host, Measure, Prepared
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
 
-__all__ = ["render"]
+__all__ = ["notices_size", "render"]
 
 
 def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResult:
@@ -50,7 +51,7 @@ def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResu
             stored_ranges=tuple(saved.stored_ranges),
         )
         invalid = saved.invalid_utf8
-    budget = host.settings.max_bytes
+    budget = host.settings.max_bytes - notices_size(step.others)
     if step.shaped is not None:
         text, info = _append_mode(host, step, stored, measured, invalid)
     else:
@@ -70,7 +71,7 @@ def _replace_mode(
     host: Host, step: Prepared, stored: Stored, measured: Measure, invalid: bool
 ) -> tuple[str, SpillInfo]:
     settings = host.settings
-    budget = settings.max_bytes - utf8_size(step.suffix) - 1
+    budget = settings.max_bytes - notices_size(step.others) - utf8_size(step.suffix) - 1
     head_bytes, tail_bytes = settings.head_bytes, settings.tail_bytes
     while True:
         preview = step.plan(head_bytes, tail_bytes, measured)
@@ -140,6 +141,11 @@ def _append_mode(
         head_ends_line=True,
     )
     return text, _info("append", preview, stored, measured.sha256, invalid)
+
+
+def notices_size(parts: Sequence[Part]) -> int:
+    """The model text of the parts besides the pointer (blob notices), separators counted."""
+    return sum(utf8_size(part.text) + 1 for part in parts if isinstance(part, TextPart))
 
 
 def _dedupe_suffix(text: str, suffix: str) -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
+import re
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
-from spillstore._content import TextPart, ToolResult
+from spillstore._content import MediaPart, TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.service import TruncationService
@@ -135,3 +138,124 @@ def test_a_small_invalid_utf8_file_is_adopted_raw_when_its_text_does_not_fit(
     info = result.spill
     assert info is not None and info.invalid_utf8 and info.total_bytes == 20_000
     assert info.sha256 == _sha(b"\x80" * 20_000)
+
+
+def _all_text(result: ToolResult) -> int:
+    """The model text of a result: every text part, each with a separator."""
+    return sum(utf8_size(p.text) + 1 for p in result.content if isinstance(p, TextPart)) - 1
+
+
+SMALL = Settings(max_bytes=2048, head_bytes=256, tail_bytes=256)
+
+
+def test_blob_notices_count_toward_the_budget() -> None:
+    """A cut result with a blob stays within max_bytes, the blob's notice included."""
+    blob = MediaPart("blob", "application/gzip", b"x" * 48)
+    result = _service(SMALL).truncate_for_model(
+        ToolResult(content=(TextPart("x" * 2048), blob)), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None
+    assert _all_text(result) <= SMALL.max_bytes
+
+
+def test_many_blobs_with_long_uris_stay_within_the_budget() -> None:
+    """Five blobs with 198-character URIs and a cut text: every notice fits the budget."""
+    service = _service(SMALL)
+    blobs = tuple(
+        MediaPart("blob", "application/octet-stream", bytes([n]) * 100, uri="u" * 190 + f"{n:08d}")
+        for n in range(5)
+    )
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 2000), *blobs)), tool_name="t", tool_call_id="c"
+    )
+    assert _all_text(result) <= SMALL.max_bytes
+    assert sum(m.total_bytes == 100 for m in service.store.list("default")) == 5
+
+
+def test_a_cut_result_saves_each_blob_decoded_and_names_it() -> None:
+    """A base64 blob of a cut result becomes a spill of its decoded bytes, readable by Read."""
+    payload = gzip.compress(b"hello")
+    blob = MediaPart("blob", "application/gzip", base64.b64encode(payload).decode(), uri="r://x")
+    service = _service(SMALL)
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 2000), blob)), tool_name="t", tool_call_id="c"
+    )
+    notice = result.content[-1]
+    assert isinstance(notice, TextPart)
+    assert f"[blob application/gzip, {len(payload)} bytes, uri r://x, saved as spill" in notice.text
+    spill = re.search(r"saved as spill (\S+);", notice.text).group(1)  # type: ignore[union-attr]
+    page = service.spill_tools().read(spill, byte_offset=0, max_bytes=4096)
+    assert not page.is_error
+    assert service.store.read_bytes(spill, 0, len(payload)) == payload
+
+
+def test_a_blob_that_cannot_be_saved_says_so() -> None:
+    """A dead store: the blob's notice says NOT saved, with its type and decoded size."""
+    blob = MediaPart("blob", "application/pdf", b"%PDF" * 10)
+    result = _service(SMALL, DeadStore()).truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 2000), blob)), tool_name="t", tool_call_id="c"
+    )
+    texts = [p.text for p in result.content if isinstance(p, TextPart)]
+    assert texts[-1].startswith("[blob application/pdf, 40 bytes, NOT saved (StoreError")
+    assert _all_text(result) <= SMALL.max_bytes
+
+
+def test_a_long_suffix_is_stored_whole_and_its_elided_bytes_read_back() -> None:
+    """The model sees a long suffix's ends; the spill metadata and a suffix spill hold it whole."""
+    suffix = "S" * 1000 + "END"
+    service = _service(SMALL)
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("y" * 5000),), suffix=suffix), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None and result.spill.spill_id is not None
+    assert service.store.stat(result.spill.spill_id).suffix == suffix
+    text = _model_text(result)
+    found = re.search(
+        r"suffix bytes \[(\d+), (\d+)\) of 1003 not shown; the whole suffix is "
+        r'saved as spill (\S+): read_spill\(spill="\3", byte_offset=\1',
+        text,
+    )
+    assert found is not None
+    start, end, spill = int(found.group(1)), int(found.group(2)), found.group(3)
+    assert service.store.read_bytes(spill, 0, 1003) == suffix.encode()
+    shown = text.split("--- end of preview ---\n")[1]
+    assert shown.startswith(suffix[:start]) and shown.endswith(suffix[end:])
+    assert utf8_size(text) <= SMALL.max_bytes
+
+
+def test_a_long_suffix_of_a_stream_is_stored_whole() -> None:
+    """A streamed output's long suffix is stored whole too, inline path or spilling path."""
+    for size in (100, 10_000):
+        service = _service(SMALL)
+        acc = service.accumulator(tool_name="t", tool_call_id="c")
+        acc.write("p" * size)
+        result = acc.ok("S" * 510 + "END")
+        if result.spill is not None and result.spill.spill_id is not None:
+            assert service.store.stat(result.spill.spill_id).suffix == "S" * 510 + "END"
+        assert _all_text(result) <= SMALL.max_bytes
+
+
+def test_a_suffix_with_a_lone_surrogate_is_stored_as_strict_utf8(tmp_path: Path) -> None:
+    """The local store keeps a suffix with a lone surrogate (as U+FFFD); the call never raises."""
+    service = _service(SMALL, LocalStore(tmp_path / "s"))
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("x" * 3000),), suffix="exit \ud800"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert result.spill is not None and result.spill.spill_id is not None
+    assert service.store.stat(result.spill.spill_id).suffix == "exit \ufffd"
+    assert _model_text(result).endswith("exit \ufffd")
+
+
+def test_an_empty_last_part_ends_the_output_with_the_separator_newline() -> None:
+    """Parts ("x"*3000, ""): the joined output ends with a newline, so it has one line."""
+    service = _service(
+        Settings(max_bytes=2048, head_bytes=256, tail_bytes=256, max_line_bytes=None)
+    )
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("x" * 3000), TextPart(""))), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None and result.spill.spill_id is not None
+    assert result.spill.total_lines == 1 == service.store.stat(result.spill.spill_id).total_lines
+    assert "3001 bytes, 1 lines" in _model_text(result)
