@@ -10,6 +10,7 @@ turns the plan and the store's answer into the pointer.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import stat
@@ -58,6 +59,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("spillstore")
+
+_READ_CHUNK = 1024**2
+"""Bytes read at a time when a file is previewed without the store."""
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
@@ -130,6 +134,9 @@ def _file_flow(
     assert path is not None
     suffix, notes, others = _file_parts(host, result)
     store = host.store
+    settings = host.settings
+    counted: Measure | None = None
+    saved: SpillMeta | Exception
     try:
         small = yield blocking(_read_if_small, path, host.settings.max_bytes)
         if small is not None:
@@ -146,10 +153,17 @@ def _file_flow(
         (h0, h1), (t0, t1) = _end_ranges(meta, host.settings)
         head_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, h0, h1)
         tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
+        saved = meta
     except STORE_FAILURES as exc:
         log.warning("spillstore: could not adopt %s: %s", path, exc)
-        fallback = _without_file(result, path, exc)
-        return (yield from result_flow(host, fallback, tool_name, tool_call_id))
+        saved = exc
+        try:  # the file is there: preview it, as a stream to a dead store is previewed
+            head_raw, tail_raw, counted = yield blocking(
+                _read_ends, path, settings.head_bytes + SLACK, settings.tail_bytes + SLACK
+            )
+        except OSError:
+            fallback = _without_file(result, path, exc)
+            return (yield from result_flow(host, fallback, tool_name, tool_call_id))
     args = spill_args(host, tool_name, tool_call_id)
     others = yield from spill_blobs(host, others, args)
     suffix = yield from suffix_flow(host, result.suffix or "", args)
@@ -158,14 +172,14 @@ def _file_flow(
         result=dataclasses.replace(result, full_output_path=None),
         head_raw=head_raw,
         tail_raw=tail_raw,
-        counted=None,
+        counted=counted,
         suffix=suffix,
         others=others,
         notes=notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
     )
-    return render(host, step, meta)
+    return render(host, step, saved)
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
@@ -308,6 +322,24 @@ def _read_if_small(path: str, budget: int) -> str | None:
     except UnicodeDecodeError:  # invalid bytes that outgrow the budget once decoded are
         text = data.decode("utf-8", "replace")  # adopted raw, never saved decoded
     return text if utf8_size(text) <= budget else None
+
+
+def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
+    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass."""
+    hasher = hashlib.sha256()
+    first = bytearray()
+    last = bytearray()
+    newlines = total = 0
+    with open(path, "rb") as file:
+        while chunk := file.read(_READ_CHUNK):
+            hasher.update(chunk)
+            newlines += chunk.count(b"\n")
+            total += len(chunk)
+            if len(first) < head_bytes:
+                first += chunk[: head_bytes - len(first)]
+            last += chunk[-tail_bytes:]
+            del last[:-tail_bytes]
+    return bytes(first), bytes(last), Measure(hasher.hexdigest(), total, newlines)
 
 
 def _inline_file(result: ToolResult, text: str) -> ToolResult:

@@ -259,3 +259,36 @@ def test_an_empty_last_part_ends_the_output_with_the_separator_newline() -> None
     assert result.spill is not None and result.spill.spill_id is not None
     assert result.spill.total_lines == 1 == service.store.stat(result.spill.spill_id).total_lines
     assert "3001 bytes, 1 lines" in _model_text(result)
+
+
+def test_a_file_backed_output_with_a_dead_store_gets_a_preview_from_the_file(
+    tmp_path: Path,
+) -> None:
+    """The file is there, so the model sees its head and tail (the FAILED line) and its hash."""
+    log = "".join(f"test_{n:05d} PASSED\n" for n in range(8_000)) + "test_final FAILED\n"
+    path = tmp_path / "x.log"
+    path.write_text(log)
+    settings = Settings(max_bytes=4000, head_bytes=1000, tail_bytes=500)
+    result = _service(settings, DeadStore()).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path), suffix="exit code 1"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    text = _model_text(result)
+    assert result.spill is not None and result.spill.saved == "none"
+    assert "NOT saved (StoreError" in text
+    assert "test_00000 PASSED" in text and "test_final FAILED" in text
+    assert text.endswith("exit code 1")
+    assert result.spill.sha256 == _sha(log.encode())
+    assert result.spill.total_bytes == len(log) and result.spill.total_lines == 8_001
+    assert utf8_size(text) <= settings.max_bytes
+
+
+def test_a_missing_file_with_a_dead_store_still_answers(tmp_path: Path) -> None:
+    """No file and no store: the model is told the output could not be saved."""
+    result = _service(SMALL, DeadStore()).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(tmp_path / "gone.log"), suffix="exit 1"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert "could not be saved" in _model_text(result)
