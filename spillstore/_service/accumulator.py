@@ -20,7 +20,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._core.utf8 import encode, utf8_size
+from spillstore._core.utf8 import Utf8Check, encode, utf8_size
 from spillstore._errors import UsageError
 from spillstore._service.decide import SpillArgs, result_flow, spill_args
 from spillstore._service.flow import (
@@ -77,6 +77,7 @@ class OutputAccumulator:
         self._total = 0
         self._newlines = 0
         self._hasher = hashlib.sha256()
+        self._utf8 = Utf8Check()
         self._writer: SpillWriter | None = None
         self._awriter: AsyncSpillWriter | None = None
         self._write_error: Exception | None = None
@@ -116,6 +117,7 @@ class OutputAccumulator:
             self._head = bytes(self._buffer[: self._keep_head])
             data, self._buffer = bytes(self._buffer), bytearray()
         self._hasher.update(data)  # only bytes past the budget: a small output costs nothing
+        self._utf8.update(data)
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
         return None if self._write_error is not None else data
@@ -148,6 +150,7 @@ class OutputAccumulator:
             # output, so they are what is saved, measured and ranged.
             self._head, self._tail = raw[: self._keep_head], bytearray(raw[-self._keep_tail :])
             self._hasher.update(raw)
+            self._utf8.update(raw)
             try:
                 saved = yield call(
                     host.store.put,
@@ -170,7 +173,9 @@ class OutputAccumulator:
             result=ToolResult(content=(), is_error=is_error),
             head_raw=self._head,
             tail_raw=bytes(self._tail),
-            counted=Measure(self._hasher.hexdigest(), self._total, self._newlines),
+            counted=Measure(
+                self._hasher.hexdigest(), self._total, self._newlines, not self._utf8.finish()
+            ),
             suffix=shown,
             tool_name=self._tool_name,
             tool_call_id=self._tool_call_id,

@@ -21,7 +21,7 @@ from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, Tex
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
-from spillstore._core.utf8 import hash_and_size, head, utf8_size
+from spillstore._core.utf8 import Utf8Check, hash_and_size, head, utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.flow import (
     SLACK,
@@ -330,16 +330,19 @@ def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, byte
     first = bytearray()
     last = bytearray()
     newlines = total = 0
+    utf8 = Utf8Check()
     with open(path, "rb") as file:
         while chunk := file.read(_READ_CHUNK):
             hasher.update(chunk)
+            utf8.update(chunk)
             newlines += chunk.count(b"\n")
             total += len(chunk)
             if len(first) < head_bytes:
                 first += chunk[: head_bytes - len(first)]
             last += chunk[-tail_bytes:]
             del last[:-tail_bytes]
-    return bytes(first), bytes(last), Measure(hasher.hexdigest(), total, newlines)
+    measured = Measure(hasher.hexdigest(), total, newlines, not utf8.finish())
+    return bytes(first), bytes(last), measured
 
 
 def _inline_file(result: ToolResult, text: str) -> ToolResult:

@@ -39,7 +39,7 @@ def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResu
         assert step.measure is not None, "an adopted output is always measured by the store"
         measured = step.measure()
         stored = Stored(state="none", reason=f"{type(saved).__name__}: {saved}"[:300])
-        invalid = False
+        invalid = measured.invalid_utf8
     else:
         last_line_open = saved.total_bytes > 0 and not step.ends_with_newline
         measured = Measure(saved.sha256, saved.total_bytes, saved.total_lines - last_line_open)

@@ -292,3 +292,26 @@ def test_a_missing_file_with_a_dead_store_still_answers(tmp_path: Path) -> None:
         tool_call_id="c",
     )
     assert "could not be saved" in _model_text(result)
+
+
+@pytest.mark.parametrize("split", [1, 700, 4096])
+def test_invalid_utf8_that_could_not_be_saved_is_still_called_invalid(split: int) -> None:
+    """A dead store: the pointer and SpillInfo still say the output is not valid UTF-8."""
+    data = b"\xff" + b"x" * 3000 + "é".encode()
+    acc = _service(SMALL, DeadStore()).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), split):
+        acc.write(data[start : start + split])
+    result = acc.ok()
+    assert result.spill is not None and result.spill.saved == "none"
+    assert result.spill.invalid_utf8 and "not valid UTF-8" in _model_text(result)
+
+
+def test_valid_utf8_split_inside_characters_that_could_not_be_saved_is_valid() -> None:
+    """Characters split across chunks are not mistaken for invalid bytes."""
+    data = "é€😀\n".encode() * 1000
+    acc = _service(SMALL, DeadStore()).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), 7):
+        acc.write(data[start : start + 7])
+    result = acc.ok()
+    assert result.spill is not None and not result.spill.invalid_utf8
+    assert result.spill.sha256 == _sha(data)
