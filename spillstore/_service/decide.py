@@ -223,6 +223,7 @@ def prepare(
     ):
         return result if not suffix else _inline(result, suffix)
     suffix = bounded_suffix(suffix, budget)
+    texts = texts or [""]  # only blobs or a suffix over the budget: the text is empty
     shaped = None
     if settings.max_line_bytes is not None:
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)

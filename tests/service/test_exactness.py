@@ -10,15 +10,19 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spillstore._content import MediaPart, TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.service import TruncationService
+from spillstore._service.sides import blob_bytes, strict
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
+from tests.strategies import hostile_text
 
 APPEND = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
 
@@ -315,3 +319,54 @@ def test_valid_utf8_split_inside_characters_that_could_not_be_saved_is_valid() -
     result = acc.ok()
     assert result.spill is not None and not result.spill.invalid_utf8
     assert result.spill.sha256 == _sha(data)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+_BLOBS = st.builds(
+    MediaPart,
+    kind=st.just("blob"),
+    mime_type=st.sampled_from(["application/gzip", "x/" + "y" * 300]),
+    data=st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(_b64)),
+    uri=st.one_of(st.none(), st.text(max_size=300)),
+)
+
+
+@given(
+    texts=st.lists(
+        st.one_of(hostile_text, st.integers(0, 6000).map(lambda n: "w" * n)), max_size=4
+    ),
+    blobs=st.lists(_BLOBS, max_size=6),
+    suffix=st.one_of(
+        st.none(), hostile_text, st.integers(0, 3000).map(lambda n: "S" * n + "\ud800")
+    ),
+    max_bytes=st.integers(2048, 6000),
+    dead=st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_result_with_blobs_and_a_suffix_keeps_every_promise(
+    texts: list[str], blobs: list[MediaPart], suffix: str | None, max_bytes: int, dead: bool
+) -> None:
+    """Within budget, strict UTF-8, unchanged when it fits, every blob and the suffix kept whole."""
+    settings_ = Settings(max_bytes=max_bytes, head_bytes=256, tail_bytes=256)
+    store = DeadStore() if dead else MemoryStore()
+    result = ToolResult(content=(*map(TextPart, texts), *blobs), suffix=suffix)
+    out = _service(settings_, store).truncate_for_model(result, tool_name="t", tool_call_id="c")
+    if out.spill is None:  # it fitted: every part is the tool's own, the suffix folded in
+        assert [p for p in out.content if isinstance(p, MediaPart)] == blobs
+        return
+    text = [p.text for p in out.content if isinstance(p, TextPart)]
+    assert _all_text(out) <= max_bytes
+    "\n".join(text).encode("utf-8")
+    assert not any(isinstance(p, MediaPart) for p in out.content)
+    if dead:
+        return
+    decoded = [blob_bytes(blob) for blob in blobs]
+    for notice in text[1:]:
+        if notice.startswith("[blob "):
+            spill = re.search(r"saved as spill (\S+);", notice).group(1)  # type: ignore[union-attr]
+            assert store.read_bytes(spill, 0, store.stat(spill).total_bytes) in decoded
+    if suffix and out.spill.spill_id is not None:
+        assert store.stat(out.spill.spill_id).suffix == strict(suffix)
