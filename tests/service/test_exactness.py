@@ -22,7 +22,7 @@ from spillstore._settings import Settings
 from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
-from tests.strategies import hostile_text
+from tests.strategies import SPILL_PIECES, chunks, hostile_text
 
 APPEND = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
 
@@ -370,3 +370,36 @@ def test_a_result_with_blobs_and_a_suffix_keeps_every_promise(
             assert store.read_bytes(spill, 0, store.stat(spill).total_bytes) in decoded
     if suffix and out.spill.spill_id is not None:
         assert store.stat(out.spill.spill_id).suffix == strict(suffix)
+
+
+@given(
+    data=st.one_of(
+        st.binary(max_size=3000),
+        st.lists(st.sampled_from(SPILL_PIECES), max_size=1500).map(b"".join),
+    ),
+    cuts=st.lists(st.integers(0, 6000), max_size=6),
+    dead=st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_stream_is_measured_and_saved_as_its_raw_bytes(
+    data: bytes, cuts: list[int], dead: bool
+) -> None:
+    """Whatever the chunks: a cut stream's size, hash and validity are the raw bytes'."""
+    store = DeadStore() if dead else MemoryStore()
+    acc = _service(SMALL, store).accumulator(tool_name="t", tool_call_id="c")
+    for chunk in chunks(data, cuts):
+        acc.write(chunk)
+    result = acc.ok("exit 0")
+    assert _all_text(result) <= SMALL.max_bytes
+    info = result.spill
+    if info is None:
+        return
+    valid = True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        valid = False
+    assert (info.total_bytes, info.sha256, info.invalid_utf8) == (len(data), _sha(data), not valid)
+    if not dead:
+        assert info.spill_id is not None
+        assert store.read_bytes(info.spill_id, 0, len(data)) == data
