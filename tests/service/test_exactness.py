@@ -403,3 +403,20 @@ def test_a_stream_is_measured_and_saved_as_its_raw_bytes(
     if not dead:
         assert info.spill_id is not None
         assert store.read_bytes(info.spill_id, 0, len(data)) == data
+
+
+@pytest.mark.anyio
+async def test_the_async_twin_saves_blobs_and_the_suffix_as_the_sync_one_does() -> None:
+    """atruncate_for_model gives the same text, blob spills and suffix spill as the sync twin."""
+    result = ToolResult(
+        content=(TextPart("line\n" * 2000), MediaPart("blob", "application/pdf", b"%PDF" * 10)),
+        suffix="S" * 1000 + "END",
+    )
+    sync_store, async_store = MemoryStore(), MemoryStore()
+    sync = _service(SMALL, sync_store).truncate_for_model(result, tool_name="t", tool_call_id="c")
+    service = _service(SMALL, async_store)
+    out = await service.atruncate_for_model(result, tool_name="t", tool_call_id="c")
+    assert out.content == sync.content
+    assert sorted(m.spill_id for m in async_store.list("default")) == sorted(
+        m.spill_id for m in sync_store.list("default")
+    )
