@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._core.utf8 import Utf8Check, encode, utf8_size
+from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import UsageError
 from spillstore._service.decide import SpillArgs, result_flow, spill_args
 from spillstore._service.flow import (
@@ -39,7 +39,8 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.render import render
-from spillstore._service.sides import strict, suffix_flow
+from spillstore._service.sides import strict, suffix_flow, validate
+from spillstore._stores.writer import Utf8Check
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
@@ -120,7 +121,7 @@ class OutputAccumulator:
             self._head = bytes(self._buffer[: self._keep_head])
             data, self._buffer = bytes(self._buffer), bytearray()
         self._hasher.update(data)  # only bytes past the budget: a small output costs nothing
-        self._utf8.update(data)
+        validate(self._utf8, data)
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
         if self._write_error is not None:
@@ -176,7 +177,7 @@ class OutputAccumulator:
             # output, so they are what is saved, measured and ranged.
             self._head, self._tail = raw[: self._keep_head], bytearray(raw[-self._keep_tail :])
             self._hasher.update(raw)
-            self._utf8.update(raw)
+            validate(self._utf8, raw)
             try:
                 saved = yield call(
                     host.store.put,

@@ -21,7 +21,7 @@ from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, Tex
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
-from spillstore._core.utf8 import Utf8Check, hash_and_size, head, utf8_size
+from spillstore._core.utf8 import hash_and_size, head, utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.flow import (
     SLACK,
@@ -43,7 +43,9 @@ from spillstore._service.sides import (
     strict,
     suffix_flow,
     suffix_view,
+    validate,
 )
+from spillstore._stores.writer import Utf8Check
 
 if TYPE_CHECKING:
     from spillstore._settings import Settings
@@ -335,7 +337,7 @@ def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, byte
     with open(path, "rb") as file:
         while chunk := file.read(_READ_CHUNK):
             hasher.update(chunk)
-            utf8.update(chunk)
+            validate(utf8, chunk)
             newlines += chunk.count(b"\n")
             total += len(chunk)
             if len(first) < head_bytes:
