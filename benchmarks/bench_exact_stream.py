@@ -9,9 +9,9 @@ characters (the case that pays for the UTF-8 check).
 import sys
 import time
 
+from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.memory import MemoryStore
-from spillstore._service.service import TruncationService
 
 kind = sys.argv[1]
 line = (b"x" * 79 + b"\n") if kind == "ascii" else ("é€😀 " * 8 + "\n").encode()
