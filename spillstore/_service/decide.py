@@ -140,7 +140,13 @@ def _file_flow(
     counted: Measure | None = None
     saved: SpillMeta | Exception
     try:
-        small = yield blocking(_read_if_small, path, host.settings.max_bytes)
+        # What else the model sees (the suffix, blobs) counts when the file's bytes are
+        # invalid UTF-8: their decoded text must fit beside it, or they are adopted raw.
+        whole = result.suffix or ""
+        others_size = (utf8_size(whole) + 1 if whole else 0) + sum(
+            blob_cost(p) for p in others if isinstance(p, MediaPart) and is_blob(p, host)
+        )
+        small = yield blocking(_read_if_small, path, host.settings.max_bytes, others_size)
         if small is not None:
             inline = _inline_file(result, small)
             return (yield from result_flow(host, inline, tool_name, tool_call_id))
@@ -306,7 +312,7 @@ def _ends_with_newline(texts: Sequence[str]) -> bool:
     return False
 
 
-def _read_if_small(path: str, budget: int) -> str | None:
+def _read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
     """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -324,7 +330,7 @@ def _read_if_small(path: str, budget: int) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:  # invalid bytes that outgrow the budget once decoded are
         text = data.decode("utf-8", "replace")  # adopted raw, never saved decoded
-    return text if utf8_size(text) <= budget else None
+    return text if utf8_size(text) + others_size <= budget else None
 
 
 def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:

@@ -306,9 +306,13 @@ class LinePager:
                 footer += "; nothing was kept after them: end of stored output"
             else:
                 resume_line = store.line_of_offset(spill, stop_gap[1])
-                footer += f"; the stored part resumes at line {resume_line}: " + self._call(
-                    offset=resume_line, limit=args.limit
+                # Inside a line already shown, a line hint would repeat this very call.
+                again = (
+                    self._call(byte_offset=stop_gap[1])
+                    if resume_line <= shown_last
+                    else self._call(offset=resume_line, limit=args.limit)
                 )
+                footer += f"; the stored part resumes at line {resume_line}: {again}"
         elif shown_last >= meta.total_lines and end_byte >= meta.total_bytes:
             footer = "end of output"
         else:

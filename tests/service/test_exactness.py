@@ -420,3 +420,26 @@ async def test_the_async_twin_saves_blobs_and_the_suffix_as_the_sync_one_does() 
     assert sorted(m.spill_id for m in async_store.list("default")) == sorted(
         m.spill_id for m in sync_store.list("default")
     )
+
+
+def test_an_invalid_file_cut_only_because_of_its_suffix_is_adopted_raw(tmp_path: Path) -> None:
+    """A 1-byte invalid file fits decoded, but not beside its suffix: the raw byte is saved."""
+    path = tmp_path / "one.bin"
+    path.write_bytes(b"\xff")
+    result = _service(SMALL).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path), suffix="S" * 2042 + "END"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert result.spill is not None
+    assert (result.spill.total_bytes, result.spill.invalid_utf8) == (1, True)
+    assert result.spill.sha256 == _sha(b"\xff")
+
+
+def test_an_invalid_stream_cut_only_because_of_its_suffix_is_saved_raw() -> None:
+    """The accumulator's in-memory bytes: the same rule, the raw bytes are what is saved."""
+    acc = _service(SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.write(b"\xff")
+    result = acc.ok("S" * 2042 + "END")
+    assert result.spill is not None
+    assert (result.spill.total_bytes, result.spill.invalid_utf8) == (1, True)

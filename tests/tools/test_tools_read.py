@@ -768,3 +768,16 @@ def test_the_pointer_hint_reads_when_the_retention_cap_kept_no_tail() -> None:
     page = text_of(tools.read(spill, byte_offset=0))
     assert "None" not in page
     assert page.endswith("bytes [4095, 4098) were not kept (retention cap); end of stored output")
+
+
+def test_a_gap_inside_a_shown_line_resumes_by_byte_offset_not_the_same_call() -> None:
+    """The kept part resumes inside line 1, already shown: the hint moves on by bytes."""
+    store = MemoryStore()
+    spill = put(
+        store, "p" * 2500 + "\n" + "p" * 2500, retention_bytes=4096, retained_tail_bytes=2910
+    )
+    (_, head_end), (tail_start, _) = store.stat(spill).stored_ranges
+    text = text_of(SpillTools(store).read(spill, offset=1))
+    assert text.endswith(f"byte_offset={tail_start})")
+    assert "offset=1, limit" not in text.rsplit("\n", 1)[1]
+    assert head_end < tail_start < 2500
