@@ -92,7 +92,7 @@ class LocalStore(Store):
     """Spills in a local directory: atomic, private (0700/0600), indexed, collectable.
 
     Args:
-        root: the store root. Default: ``$SPILLSTORE_DIR``, else platformdirs'
+        root: the store root. Default: ``$SPILLSTORE_DIR`` (``~`` expanded), else platformdirs'
             ``user_cache_dir("spillstore")``. Missing directories are created one level
             at a time, mode 0700.
         clock: epoch seconds, for ``created_at`` and ``gc``.
@@ -128,7 +128,9 @@ class LocalStore(Store):
             clock=clock, retention_bytes=retention_bytes, retained_tail_bytes=retained_tail_bytes
         )
         if root is None:
-            root = os.environ.get(ENV_DIR) or platformdirs.user_cache_dir("spillstore")
+            from_env = os.environ.get(ENV_DIR)  # a shell did not expand a quoted '~/x'
+            root = os.path.expanduser(from_env) if from_env else None
+            root = root or platformdirs.user_cache_dir("spillstore")
         path = os.path.abspath(os.fspath(root))
         if not force_root:
             refuse_special_root(path)

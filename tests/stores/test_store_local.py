@@ -67,6 +67,15 @@ def test_root_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert LocalStore().root.startswith(str(tmp_path / "cache"))
 
 
+def test_root_from_env_expands_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quoted ``SPILLSTORE_DIR='~/x'`` (the shell left the ``~``) means the home's ``x``."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPILLSTORE_DIR", "~/spills")
+    assert LocalStore().root == str(tmp_path / "home" / "spills")
+    assert not (tmp_path / "~").exists()
+
+
 # --------------------------------------------------------------------------- refused roots
 
 
