@@ -43,11 +43,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ToolNames:
-    """The names the model calls the three tools by (the hints repeat them)."""
+    """The names the model calls the spill tools by (the hints repeat them)."""
 
     read: str
     grep: str
     list: str
+    query: str = "query_spill"
 
     def __iter__(self) -> Iterator[str]:
         """Every tool name."""

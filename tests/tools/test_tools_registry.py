@@ -9,7 +9,9 @@ from spillstore.mcp.server import spill_tool_definitions
 
 
 def _renamed() -> SpillTools:
-    return SpillTools(MemoryStore(), read_name="r", grep_name="g", list_name="l")
+    return SpillTools(
+        MemoryStore(), read_name="r", grep_name="g", list_name="l", query_name="q"
+    )
 
 
 def test_default_names_and_schemas_follow_the_registry() -> None:
@@ -26,7 +28,7 @@ def test_default_names_and_schemas_follow_the_registry() -> None:
 def test_renamed_tools_keep_their_registry_entries() -> None:
     """Renaming a tool maps the new name to the same entry; the old name is unknown."""
     tools = _renamed()
-    assert [tools.specs[name] for name in ("r", "g", "l")] == list(SPECS)
+    assert [tools.specs[name] for name in ("r", "g", "l", "q")] == list(SPECS)
     assert "r" in tools.names and "read_spill" not in tools.names
     assert tools.call("read_spill", {"spill": "x"}).is_error
 
