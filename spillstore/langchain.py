@@ -1,4 +1,4 @@
-"""LangChain integration: agent middleware, a ``BaseTool`` wrapper, and Read/Grep/List tools.
+"""LangChain integration: agent middleware, a ``BaseTool`` wrapper, and Read/Grep/List/Query tools.
 
 Needs LangChain 1.x (``langchain-core``, and ``langchain`` for agent middleware):
 ``pip install "spillstore[langchain]"``.
@@ -128,13 +128,13 @@ def _output_flow(capper: Capper, output: Any, tool_name: str) -> Flow[Any]:
 
 
 class SpillMiddleware(AgentMiddleware):
-    """Agent middleware: caps every tool result and adds Read/Grep/List to the agent.
+    """Agent middleware: caps every tool result and adds Read/Grep/List/Query to the agent.
 
     Args:
         service: the service; by default ``TruncationService()`` (made now).
         spill_tools: the spill tools to register (default: over the service's store
             and session); their names are exempt from capping.
-        include_spill_tools: register Read/Grep/List with the agent.
+        include_spill_tools: register Read/Grep/List/Query with the agent.
         budgets: per-tool inline budgets by tool name (ints or sizes such as ``"20KB"``).
         exempt: names of tools whose results pass through untouched.
 

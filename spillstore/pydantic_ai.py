@@ -1,4 +1,4 @@
-"""pydantic-ai integration: a capability that caps tool results and adds Read/Grep/List.
+"""pydantic-ai integration: a capability that caps tool results and adds Read/Grep/List/Query.
 
 Needs pydantic-ai (the slim package is enough): ``pip install "spillstore[pydantic-ai]"``.
 
@@ -78,7 +78,7 @@ class SpillCapability(AbstractCapability[Any]):
             environment is read when the capability is built).
         spill_tools: the spill tools to register (default: over the service's store
             and session); their names are exempt from capping.
-        include_spill_tools: register Read/Grep/List (turn off when the agent already
+        include_spill_tools: register Read/Grep/List/Query (turn off when the agent already
             has them, e.g. from spillstore's MCP server).
         budgets: per-tool inline budgets by tool name (ints or sizes such as ``"20KB"``).
         exempt: names of tools whose results pass through untouched.
@@ -115,7 +115,7 @@ class SpillCapability(AbstractCapability[Any]):
         return None
 
     def get_toolset(self) -> FunctionToolset[Any] | None:
-        """The Read/Grep/List toolset, unless ``include_spill_tools`` is off."""
+        """The Read/Grep/List/Query toolset, unless ``include_spill_tools`` is off."""
         return spill_toolset(self.spill_tools) if self.include_spill_tools else None
 
     async def after_tool_execute(

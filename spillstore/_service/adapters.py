@@ -34,7 +34,7 @@ class ToolCappers:
 
     Args:
         service: the service results go through (default ``TruncationService()``).
-        spill_tools: the Read/Grep/List tools (default ``service.spill_tools()``).
+        spill_tools: the Read/Grep/List/Query tools (default ``service.spill_tools()``).
         budgets: per-tool inline budgets by tool name (ints or human sizes).
         exempt: tool names whose results pass through untouched.
     """

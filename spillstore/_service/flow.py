@@ -73,6 +73,7 @@ class Host(Protocol):
     session: str
     read_tool: str
     grep_tool: str
+    query_tool: str
     deliverable_media: frozenset[str]
 
 

@@ -1,4 +1,4 @@
-"""The pieces the three tools share: their settings, text within a cap, error wording, results.
+"""The pieces the spill tools share: their settings, text within a cap, error wording, results.
 
 A page (Read, Grep or List) is rendered for one :class:`~spillstore.SpillTools`; it sees
 that object through :class:`ToolsView` (the store, the session, the names the model

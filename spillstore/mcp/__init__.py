@@ -9,7 +9,7 @@ with read-only annotations; results are plain text, not repeated as structured o
 **Proxy** (:class:`SpillProxy`, :func:`run_proxy`,
 ``spillstore mcp proxy [--max-bytes SIZE] [--session S] [--dir D] -- CMD ARGS``):
 launches the upstream MCP server as a subprocess, forwards its tools, resources,
-prompts and list-changed notifications, adds the three spill tools, and passes every
+prompts and list-changed notifications, adds the spill tools, and passes every
 ``tools/call`` result through :class:`~spillstore.TruncationService`. The upstream's
 stdout is read with :class:`StdioTransport`, a linear-time line reader (the SDK's stdio
 client is quadratic on one huge line). What is and is not forwarded, the structured
@@ -83,6 +83,7 @@ async def aserve(
     read_name: str = "read_spill",
     grep_name: str = "grep_spill",
     list_name: str = "list_spills",
+    query_name: str = "query_spill",
     cross_session: bool = False,
 ) -> None:
     """Serve the spill tools over this process's stdin/stdout until stdin closes.
@@ -93,7 +94,7 @@ async def aserve(
         session: the session the tools read (default: ``settings.session``).
         settings: explicit settings (default: ``Settings()``).
         store: a store to use instead of a ``LocalStore`` at ``dir``.
-        read_name, grep_name, list_name: the tool names.
+        read_name, grep_name, list_name, query_name: the tool names.
         cross_session: let the tools read and list other sessions' spills.
     """
     resolved = _settings(settings, {"dir": dir, "session": session})
@@ -103,6 +104,7 @@ async def aserve(
         read_name=read_name,
         grep_name=grep_name,
         list_name=list_name,
+        query_name=query_name,
         cross_session=cross_session,
     )
     await serve_stdio(spill_server(tools))

@@ -228,6 +228,7 @@ class SpillProxy:
                 read_name=names[0],
                 grep_name=names[1],
                 list_name=names[2],
+                query_name=names[3],
                 **tools_kwargs,
             )
             self._service = TruncationService(
@@ -236,6 +237,7 @@ class SpillProxy:
                 session=self.session_name,
                 read_tool=names[0],
                 grep_tool=names[1],
+                query_tool=names[3],
             )
             self._server = self._build_server(conn.init)
             self._exit = stack.pop_all()

@@ -9,9 +9,7 @@ from spillstore.mcp.server import spill_tool_definitions
 
 
 def _renamed() -> SpillTools:
-    return SpillTools(
-        MemoryStore(), read_name="r", grep_name="g", list_name="l", query_name="q"
-    )
+    return SpillTools(MemoryStore(), read_name="r", grep_name="g", list_name="l", query_name="q")
 
 
 def test_default_names_and_schemas_follow_the_registry() -> None:
