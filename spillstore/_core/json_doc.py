@@ -1,9 +1,11 @@
 """JSON and JSON Lines documents: detection, and the byte range of a value. Pure: no I/O.
 
 A spill is treated as JSON when its whole text is one JSON value, and as JSON Lines
-(NDJSON) when every non-blank line is one; the stored bytes are never changed.
-Detection bails out on the first significant byte when it cannot start a JSON value,
-so text that is not JSON costs almost nothing.
+(NDJSON) when every non-blank line is one; text some of whose lines are JSON objects or
+arrays (a log, or a result whose structured content was appended as its last line) is
+queried over those lines, the others counted as skipped. The stored bytes are never
+changed. :func:`looks_like_json` decides on the first significant byte, so the service
+spends nothing on output that cannot be JSON.
 
 :class:`JsonDoc` answers where a value lives: given a path (the keys and indexes jq's
 ``path(...)`` yields), :meth:`JsonDoc.locate` returns the value's half-open
@@ -34,6 +36,7 @@ JsonKind = Literal["json", "ndjson"]
 JSON_START_BYTES = frozenset(b'{["-0123456789tfn')
 """The bytes a JSON value can start with (after whitespace)."""
 
+_START_CHARS = frozenset(map(chr, JSON_START_BYTES))
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _BYTE_WHITESPACE = re.compile(rb"[ \t\n\r]*")
 _BYTE_CHECKPOINT = 1 << 16
@@ -77,12 +80,15 @@ class JsonDoc:
         roots: each top-level value as ``(line, start, end)``: its 1-based line (1 for
             a JSON document) and its character range.
         total_bytes: the size of the original bytes.
+        skipped_lines: JSON Lines only: non-blank lines that hold no JSON object or
+            array (text around JSON lines); 0 for strict JSON Lines.
     """
 
     text: str
     kind: JsonKind
     roots: list[tuple[int, int, int]]
     total_bytes: int
+    skipped_lines: int = 0
     _ascii: bool = False
     _checkpoints: list[int] | None = None
     _members: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
@@ -203,25 +209,27 @@ def _skip(text: str, pos: int) -> int:
 def parse_doc(data: bytes) -> JsonDoc | NotJson:
     """Decide whether ``data`` is JSON or JSON Lines, and index its top-level values.
 
-    Costs one parse of the text (the values are dropped as they are parsed); text whose
-    first significant byte cannot start JSON costs nothing more than finding that byte.
+    Costs one parse of the text (the values are dropped as they are parsed); a line
+    whose first significant character cannot start JSON is skipped unparsed.
     """
     at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
-    first = data[at : at + 1]
-    if not first or first[0] not in JSON_START_BYTES:
-        return NotJson("it is empty" if not first else f"it starts with {first!r}")
+    if at == len(data):
+        return NotJson("it is empty")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return NotJson(f"it is not valid UTF-8 (byte {exc.start})")
     start = _skip(text, 0)
-    try:
-        _, end = _DECODER.raw_decode(text, start)
-    except ValueError as exc:
-        return NotJson(_where(text, exc, start))
-    if _skip(text, end) == len(text):
-        return JsonDoc(text, "json", [(1, start, end)], len(data))
+    if data[at] in JSON_START_BYTES:
+        try:
+            _, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            end = -1
+        if end >= 0 and _skip(text, end) == len(text):
+            return JsonDoc(text, "json", [(1, start, end)], len(data))
     roots: list[tuple[int, int, int]] = []
+    first_failure: str | None = None
+    skipped = 0
     line, line_start = 1, 0
     while line_start < len(text):
         line_end = text.find("\n", line_start)
@@ -229,18 +237,33 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
             line_end = len(text)
         pos = _skip(text, line_start)
         if pos < line_end:
-            try:
-                _, end = _DECODER.raw_decode(text, pos)
-            except ValueError as exc:
-                return NotJson(f"line {line} is not JSON: {_where(text, exc, pos)}")
-            if end > line_end or _skip(text, end) < line_end:
-                return NotJson(
-                    f"line {line} holds more than one JSON value, or a value that goes on"
-                    " past the line"
-                )
-            roots.append((line, pos, end))
+            failure = _line_failure(text, pos, line_end)
+            if isinstance(failure, int):
+                roots.append((line, pos, failure))
+            else:
+                first_failure = first_failure or f"line {line} {failure}"
+                skipped += 1
         line, line_start = line + 1, line_end + 1
-    return JsonDoc(text, "ndjson", roots, len(data))
+    if skipped:
+        # Text with JSON lines in it (a log, or a result whose structured content was
+        # appended as its last line): the lines holding an object or an array are queried.
+        roots = [root for root in roots if text[root[1]] in "{["]
+        if not roots:
+            return NotJson(first_failure or "no line holds JSON")
+    return JsonDoc(text, "ndjson", roots, len(data), skipped_lines=skipped)
+
+
+def _line_failure(text: str, pos: int, line_end: int) -> int | str:
+    """The end of the one JSON value on the line at ``pos``, or why there is none."""
+    if text[pos] not in _START_CHARS:
+        return f"starts with {text[pos]!r}"
+    try:
+        _, end = _DECODER.raw_decode(text, pos)
+    except ValueError as exc:
+        return f"is not JSON: {_where(text, exc, pos)}"
+    if end > line_end or _skip(text, end) < line_end:
+        return "holds more than one JSON value, or a value that goes on past the line"
+    return end
 
 
 def _where(text: str, exc: ValueError, start: int) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._core.cap import PART_SEPARATOR, elide_middle, joined_text_size
+from spillstore._core.json_shape import json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
@@ -52,6 +53,16 @@ log = logging.getLogger("spillstore")
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
+
+JSON_SHAPE_MAX_CHARS = 32 * 1024 * 1024
+"""Outputs longer than this get no shape summary: parsing one whole would hold the
+parsed values (several times the text) in memory; ``query_spill`` still works on them."""
+
+JSON_SHAPE_MAX_BYTES = 2048
+"""The most bytes of the shape summary in the pointer."""
+
+JSON_SHAPE_SHARE = 8
+"""The shape summary takes at most this fraction (one eighth) of the budget."""
 
 
 class SpillArgs(TypedDict):
@@ -199,7 +210,10 @@ def prepare(
         return _inline(host, result, suffix)
     suffix = bounded_suffix(suffix, budget)
     shaped = None
-    if settings.max_line_bytes is not None:
+    shape = None
+    if chars <= JSON_SHAPE_MAX_CHARS:
+        shape = json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
+    if settings.max_line_bytes is not None and shape is None:
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
     media = [p for p in result.content if isinstance(p, MediaPart | ResourceLink)]
@@ -233,6 +247,7 @@ def prepare(
         notes=notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
+        json_shape=shape,
     )
 
 

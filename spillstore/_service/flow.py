@@ -26,6 +26,7 @@ from spillstore._errors import RangeNotStored, SpillNotFound
 from spillstore._twins import in_thread
 
 if TYPE_CHECKING:
+    from spillstore._core.json_shape import JsonShape
     from spillstore._core.shape import Shaped
     from spillstore._settings import Settings
     from spillstore._stores.base import Store
@@ -190,6 +191,7 @@ class Prepared:
     notes: list[str]
     tool_name: str
     tool_call_id: str
+    json_shape: JsonShape | None = None
 
 
 def step_from_ends(

@@ -85,12 +85,15 @@ class Found:
 
 @dataclass(frozen=True, slots=True)
 class Results:
-    """A page of results; ``more``: the program had results past this page."""
+    """A page of results; ``more``: the program had results past this page; ``paths``:
+    the expression is a path expression (results carry byte ranges); ``skipped_lines``:
+    lines of a JSON Lines spill that hold no JSON object or array."""
 
     found: list[Found]
     more: bool
     kind: str
     paths: bool
+    skipped_lines: int
 
 
 class QueryFailed(SpillstoreError):
@@ -167,8 +170,8 @@ class QueryWorker:
                 reply = self._exchange(request, seconds)
         if reply[0] == "error":
             raise QueryFailed(reply[1], reply[2])
-        _, found, more, kind, paths = reply
-        return Results([Found(*item) for item in found], more, kind, paths)
+        _, found, more, kind, paths, skipped = reply
+        return Results([Found(*item) for item in found], more, kind, paths, skipped)
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
@@ -316,11 +319,20 @@ def _run(doc: JsonDoc, ask: _Ask) -> tuple[Any, ...]:
             return _collect(doc, located, ask, paths=True)
         except ValueError as exc:
             if "Invalid path expression" not in str(exc):
-                return ("error", "runtime", str(exc))
+                return _failed(exc)
     try:
         return _collect(doc, plain, ask, paths=False)
     except ValueError as exc:
-        return ("error", "runtime", str(exc))
+        return _failed(exc)
+
+
+def _failed(exc: ValueError) -> tuple[str, str, str]:
+    """A jq failure: its parser refused the document (it reads JSON more strictly than
+    Python's, e.g. a lone surrogate escape), or the program failed."""
+    message = str(exc)
+    if message.removeprefix("line ").lstrip("0123456789: ").startswith("parse error"):
+        return ("error", "notjson", f"jq cannot parse it: {message[:200]}")
+    return ("error", "runtime", message)
 
 
 def _collect(doc: JsonDoc, program: Any, ask: _Ask, *, paths: bool) -> tuple[Any, ...]:
@@ -335,7 +347,7 @@ def _collect(doc: JsonDoc, program: Any, ask: _Ask, *, paths: bool) -> tuple[Any
                 if seen <= ask.skip:
                     continue
                 if len(found) >= ask.limit or total >= ask.max_total_bytes:
-                    return ("results", found, True, doc.kind, paths)
+                    return ("results", found, True, doc.kind, paths, doc.skipped_lines)
                 byte_range = None
                 if paths:
                     path, value = value  # noqa: PLW2901 - the pair [path, value]
@@ -349,7 +361,7 @@ def _collect(doc: JsonDoc, program: Any, ask: _Ask, *, paths: bool) -> tuple[Any
             if doc.kind == "ndjson" and "Invalid path expression" not in str(exc):
                 raise ValueError(f"line {line}: {exc}") from None
             raise
-    return ("results", found, False, doc.kind, paths)
+    return ("results", found, False, doc.kind, paths, doc.skipped_lines)
 
 
 def _cut(text: str, max_bytes: int) -> str:
