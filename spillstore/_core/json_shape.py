@@ -165,15 +165,17 @@ def _fit(lines: Iterable[str], budget: int) -> list[str]:
 
 def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
     """The shape of an output held as text parts, in at most ``budget`` bytes; None when
-    the output is not one JSON value or JSON Lines (only one text part is looked at).
+    the output is not one JSON value or JSON Lines. Of several parts, the last one is
+    looked at (an MCP result's structured content is appended as its last part).
 
     Costs nothing for text whose first character cannot start JSON; otherwise one strict
     parse of the text (``NaN`` and ``Infinity`` are not JSON) and one pass over the
     values.
     """
-    if len(texts) != 1 or not looks_like_json(texts[0][:64]):
+    if not texts or not looks_like_json(texts[-1][:64]):
         return None
-    text = texts[0]
+    text = texts[-1]
+    title = "JSON" if len(texts) == 1 else "Its last part (structured content): JSON"
     decoder = json.JSONDecoder(parse_constant=_reject)
     try:
         value = decoder.decode(text)
@@ -182,11 +184,11 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
             values = [decoder.decode(line) for line in text.split("\n") if line.strip()]
         except ValueError:
             return None
-        if len(values) < 2:
+        if len(values) < 2 or len(texts) > 1:
             return None
         lines = [f"JSON Lines, {len(values)} values, each: {shape_of_values(values)}"]
         return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(values[0]))
-    lines = _lines([value], "JSON")
+    lines = _lines([value], title)
     return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(value))
 
 
