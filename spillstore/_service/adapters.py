@@ -64,7 +64,7 @@ class ToolCappers:
 
 @dataclass(frozen=True, slots=True)
 class SpillFunction:
-    """One spill tool (Read, Grep or List) as a framework registers it.
+    """One spill tool (Read, Grep, List or Query) as a framework registers it.
 
     Attributes:
         name, description: as the model sees them.

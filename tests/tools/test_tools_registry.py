@@ -40,3 +40,38 @@ def test_integrations_list_every_registered_tool() -> None:
     ]
     cappers = ToolCappers(TruncationService(MemoryStore()), spill_tools=tools)
     assert set(tools.names) <= cappers.exempt
+
+
+def test_query_spill_reaches_the_adapters_the_loop_and_the_schemas() -> None:
+    """The fourth tool is served by the adapters' functions, the loop and both schema shapes."""
+    import json as json_module
+
+    from spillstore._service.adapters import spill_functions
+    from spillstore.loop import ModelTurn, ToolCall, run_loop
+
+    store = MemoryStore()
+    service = TruncationService(store)
+    tools = service.spill_tools()
+    assert tools.names.query == "query_spill"
+    assert "query_spill" in [s["function"]["name"] for s in tools.schemas("openai")]
+    assert "query_spill" in [s["name"] for s in tools.schemas("anthropic")]
+    assert "query_spill" in ToolCappers(service, spill_tools=tools).exempt
+    spill = store.put('{"a": [5]}', session="default", tool_name="t", tool_call_id="c")
+    functions = {f.name: f for f in spill_functions(tools=tools)}
+    try:
+        assert "1. bytes [7, 8): 5" in functions["query_spill"].call(
+            {"spill": spill.spill_id, "expression": ".a[0]"}
+        )
+
+        def model(messages: list[dict[str, object]]) -> ModelTurn:
+            if len(messages) == 1:
+                arguments = {"spill": spill.spill_id, "expression": ".a[0]"}
+                return ModelTurn("", [ToolCall("q1", "query_spill", arguments)])
+            return ModelTurn("done")
+
+        result = run_loop(model, {}, "go", service=service, spill_tools=tools, max_turns=3)
+        [tool_message] = [m for m in result.messages if m["role"] == "tool"]
+        assert "1. bytes [7, 8): 5" in str(tool_message["content"])
+        json_module.dumps(tools.schemas("openai"))
+    finally:
+        tools.close()
