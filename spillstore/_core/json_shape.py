@@ -168,28 +168,49 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
     the output is not one JSON value or JSON Lines. Of several parts, the last one is
     looked at (an MCP result's structured content is appended as its last part).
 
-    Costs nothing for text whose first character cannot start JSON; otherwise one strict
-    parse of the text (``NaN`` and ``Infinity`` are not JSON) and one pass over the
-    values.
+    Costs nothing for text whose first character cannot start JSON, and little for
+    text whose first value is followed by more on its line (a log line starting with a
+    number); otherwise one strict parse of the text (``NaN`` and ``Infinity`` are not
+    JSON) and one pass over the values.
     """
     if not texts or not looks_like_json(texts[-1][:64]):
         return None
     text = texts[-1]
     title = "JSON" if len(texts) == 1 else "Its last part (structured content): JSON"
     decoder = json.JSONDecoder(parse_constant=_reject)
+    start = len(text) - len(text.lstrip(" \t\n\r"))
     try:
-        value = decoder.decode(text)
+        value, end = decoder.raw_decode(text, start)
     except ValueError:
-        try:
-            values = [decoder.decode(line) for line in text.split("\n") if line.strip()]
-        except ValueError:
-            return None
-        if len(values) < 2 or len(texts) > 1:
-            return None
-        lines = [f"JSON Lines, {len(values)} values, each: {shape_of_values(values)}"]
-        return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(values[0]))
-    lines = _lines([value], title)
-    return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(value))
+        return None  # not even the first value parses: a log, prose
+    if not text[end:].strip(" \t\n\r"):
+        lines = _lines([value], title)
+        return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(value))
+    if len(texts) > 1 or "\n" in text[start:end] or text[end : text.find("\n", end)].strip():
+        return None  # the first line holds more than one value: not JSON Lines
+    values = _json_lines(decoder, text)
+    if values is None or len(values) < 2:
+        return None
+    lines = [f"JSON Lines, {len(values)} values, each: {shape_of_values(values)}"]
+    return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(values[0]))
+
+
+def _json_lines(decoder: json.JSONDecoder, text: str) -> list[Any] | None:
+    """The value of each non-blank line, or None at the first line that is not JSON."""
+    values = []
+    line_start = 0
+    while line_start < len(text):
+        line_end = text.find("\n", line_start)
+        if line_end < 0:
+            line_end = len(text)
+        line = text[line_start:line_end]
+        if line.strip():
+            try:
+                values.append(decoder.decode(line))
+            except ValueError:
+                return None
+        line_start = line_end + 1
+    return values
 
 
 def _example_expression(value: object) -> str:
