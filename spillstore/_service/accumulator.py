@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import encode
 from spillstore._errors import UsageError
-from spillstore._service.decide import SpillArgs, bounded_suffix, result_flow, spill_args
+from spillstore._service.decide import (
+    SpillArgs,
+    bounded_suffix,
+    result_flow,
+    spill_args,
+    stored_shape,
+)
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -144,6 +150,7 @@ class OutputAccumulator:
             except STORE_FAILURES as exc:
                 saved = yield call(self._fail, self._afail, exc)
         assert saved is not None
+        shape = yield from stored_shape(host, saved, self._head)
         step = step_from_ends(
             host.settings,
             result=ToolResult(content=(), is_error=is_error),
@@ -153,6 +160,7 @@ class OutputAccumulator:
             suffix=bounded_suffix(suffix or "", host.settings.max_bytes),
             tool_name=self._tool_name,
             tool_call_id=self._tool_call_id,
+            json_shape=shape,
         )
         return render(host, step, saved)
 

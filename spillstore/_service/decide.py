@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._core.cap import PART_SEPARATOR, elide_middle, joined_text_size
-from spillstore._core.json_shape import json_shape
+from spillstore._core.json_doc import looks_like_json
+from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
@@ -143,6 +144,7 @@ def _file_flow(
         (h0, h1), (t0, t1) = _end_ranges(meta, host.settings)
         head_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, h0, h1)
         tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
+        shape = yield from stored_shape(host, meta, head_raw)
     except STORE_FAILURES as exc:
         log.warning("spillstore: could not adopt %s: %s", path, exc)
         fallback = _without_file(result, path, exc)
@@ -158,8 +160,35 @@ def _file_flow(
         notes=notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
+        json_shape=shape,
     )
     return render(host, step, meta)
+
+
+def stored_shape(
+    host: Host, saved: SpillMeta | Exception, head_raw: bytes
+) -> Flow[JsonShape | None]:
+    """The shape of an output known by its ends (a stream, a file), read back from the store.
+
+    Only for a spill saved in full, of at most :data:`JSON_SHAPE_MAX_CHARS` bytes, whose
+    first significant byte can start JSON; a failed read gives no shape, never an error.
+    """
+    if (
+        isinstance(saved, Exception)
+        or not saved.complete
+        or saved.total_bytes > JSON_SHAPE_MAX_CHARS
+        or not looks_like_json(head_raw[:64])
+    ):
+        return None
+    store = host.store
+    try:
+        data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, 0, saved.total_bytes)
+    except STORE_FAILURES:
+        return None
+    budget = host.settings.max_bytes
+    return json_shape(
+        [data.decode("utf-8", "replace")], min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE)
+    )
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:

@@ -206,6 +206,7 @@ def step_from_ends(
     tool_call_id: str,
     others: list[Part] | None = None,
     notes: list[str] | None = None,
+    json_shape: JsonShape | None = None,
 ) -> Prepared:
     """An oversized output known only by its first and last bytes (a stream, a file).
 
@@ -235,4 +236,5 @@ def step_from_ends(
         notes=[] if notes is None else notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
+        json_shape=json_shape,
     )

@@ -54,3 +54,29 @@ def test_text_output_pointer_has_no_json_block() -> None:
     """Output that is not JSON keeps the pointer it had (the snapshots pin its wording)."""
     text = _text(TruncationService(MemoryStore()), "x" * 100_000)
     assert "query_spill" not in text and "JSON" not in text
+
+
+def test_a_streamed_json_output_gets_its_shape_from_the_store() -> None:
+    """A stream (``spillstore run -- cat big.json``) is read back once for its shape."""
+    store = MemoryStore()
+    accumulator = TruncationService(store).accumulator(tool_name="cat", tool_call_id="run")
+    data = DOCUMENT.encode()
+    for start in range(0, len(data), 4096):
+        accumulator.write(data[start : start + 4096])
+    (part,) = accumulator.ok().content
+    text = part.text  # type: ignore[union-attr]
+    assert '  items: array[4000] of {id: int (0), name: str ("user0")}' in text
+    assert 'query_spill(spill="cat-' in text
+
+
+def test_a_streamed_log_is_not_read_back() -> None:
+    """A stream whose first byte cannot start JSON costs no read of the spill."""
+    store = MemoryStore()
+    reads: list[object] = []
+    original = store.read_bytes
+    store.read_bytes = lambda *a: reads.append(a) or original(*a)  # type: ignore[method-assign]
+    accumulator = TruncationService(store).accumulator(tool_name="sh", tool_call_id="run")
+    accumulator.write("log line\n" * 20_000)
+    (part,) = accumulator.ok().content
+    assert "JSON" not in part.text  # type: ignore[union-attr]
+    assert reads == []
