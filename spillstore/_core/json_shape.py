@@ -49,6 +49,7 @@ class JsonShape:
     example: str
 
 
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 _JQ_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _KINDS = ("null", "bool", "int", "float", "str", "array", "object")
@@ -178,15 +179,16 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
     text = texts[-1]
     title = "JSON" if len(texts) == 1 else "Its last part (structured content): JSON"
     decoder = json.JSONDecoder(parse_constant=_reject)
-    start = len(text) - len(text.lstrip(" \t\n\r"))
+    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
         value, end = decoder.raw_decode(text, start)
     except ValueError:
         return None  # not even the first value parses: a log, prose
-    if not text[end:].strip(" \t\n\r"):
+    after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+    if after == len(text):
         lines = _lines([value], title)
         return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(value))
-    if len(texts) > 1 or "\n" in text[start:end] or text[end : text.find("\n", end)].strip():
+    if len(texts) > 1 or "\n" in text[start:end] or text[end:after].count("\n") == 0:
         return None  # the first line holds more than one value: not JSON Lines
     values = _json_lines(decoder, text)
     if values is None or len(values) < 2:
