@@ -31,27 +31,18 @@ from benchmarks._timing import fmt, machine, side_by_side
 from spillstore import LocalStore, MemoryStore, Settings, SpillTools, TruncationService
 from spillstore._core.json_shape import json_shape
 from spillstore._service import decide
+from tests.mcp.mcp_servers.big import make_users
 
 
 def document(count: int) -> str:
-    """``{"total": N, "items": [...]}`` with N users, as one line (about 115 bytes each)."""
-    items = [
-        {
-            "id": i,
-            "name": f"user{i}",
-            "email": f"user{i}@example.com",
-            "tags": ["alpha", "beta"],
-            "score": i * 0.5,
-            "city": "Springfield",
-        }
-        for i in range(count)
-    ]
-    return json.dumps({"total": count, "items": items}, separators=(",", ":"))
+    """``{"total": N, "items": [...]}`` with N users as one line (about 100 bytes each):
+    the upstream test server's listing (``tests/mcp/mcp_servers/big.py``)."""
+    return json.dumps(make_users(count), separators=(",", ":"))
 
 
 def worker_peak_rss(tools: SpillTools) -> int:
     """The query worker's peak resident set (bytes), from /proc."""
-    proc = tools._queries._proc  # noqa: SLF001 - a benchmark looks inside
+    proc = tools._queries._proc  # a benchmark looks inside
     assert proc is not None
     with open(f"/proc/{proc.pid}/status", encoding="ascii") as status:
         for line in status:
@@ -70,7 +61,9 @@ def query_figures(label: str, text: str, rounds: int, root: str) -> None:
     needle = f"user{count - 1}"
     expression = f'.items[] | select(.name == "{needle}")'
     store = MemoryStore()
-    spill = store.put(data, session="default", tool_name="fetch", tool_call_id="c1").spill_id
+    spill = store.put(
+        data, session="default", tool_name="fetch", tool_call_id="c1", retention_bytes=None
+    ).spill_id
     tools = SpillTools(store)
     jq_cli = shutil.which("jq")
 
@@ -163,12 +156,12 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="spillstore-bench-json-")
     started = time.perf_counter()
     try:
-        small = document(60_000)
+        small = document(72_000)
         query_figures("needle, ~6.9 MB document", small, 5, root)
         shape_figures("the ~6.9 MB document", small, 5)
         non_json_figures(10_000_000, 7, root)
         if not quick:
-            big = document(870_000)
+            big = document(1_000_000)
             query_figures("needle, ~100 MB document", big, 1, root)
             shape_figures("the ~100 MB document", big, 1)
     finally:

@@ -161,44 +161,41 @@ class JsonDoc:
 
     def _object_members(self, start: int, *, deep: bool = True) -> dict[str, tuple[int, int]]:
         members = self._members.get(start)
-        if members is not None:
-            return members
-        text, decode = self.text, _DECODER.raw_decode
-        members = {}
-        pos = _skip(text, start + 1)
-        if text[pos] != "}":
-            while True:
-                key, pos = decode(text, pos)
-                pos = _skip(text, pos) + 1  # ":"
-                pos = _skip(text, pos)
-                value_end = self._end_of(pos, deep=False) if deep else decode(text, pos)[1]
-                members[key] = (pos, value_end)  # a repeated key: the last one wins, as in jq
-                pos = _skip(text, value_end)
-                if text[pos] == "}":
-                    break
-                pos = _skip(text, pos + 1)
-        self._members[start] = members
-        self._ends[start] = pos + 1
+        if members is None:
+            # A repeated key: the last one wins, as in jq (and Python's json).
+            children = self._children(start, deep=deep)
+            members = {str(key): (s, e) for key, s, e in children}
+            self._members[start] = members
         return members
 
     def _array_items(self, start: int, *, deep: bool = True) -> list[tuple[int, int]]:
         items = self._items.get(start)
-        if items is not None:
-            return items
+        if items is None:
+            items = [(s, e) for _, s, e in self._children(start, deep=deep)]
+            self._items[start] = items
+        return items
+
+    def _children(self, start: int, *, deep: bool) -> list[tuple[str | None, int, int]]:
+        """The members of the object or array at ``start``: key (None in an array), range."""
         text, decode = self.text, _DECODER.raw_decode
-        items = []
+        is_object = text[start] == "{"
+        closer = "}" if is_object else "]"
+        children: list[tuple[str | None, int, int]] = []
         pos = _skip(text, start + 1)
-        if text[pos] != "]":
+        if text[pos] != closer:
             while True:
+                key = None
+                if is_object:
+                    key, pos = decode(text, pos)
+                    pos = _skip(text, _skip(text, pos) + 1)  # past the ":"
                 value_end = self._end_of(pos, deep=False) if deep else decode(text, pos)[1]
-                items.append((pos, value_end))
+                children.append((key, pos, value_end))
                 pos = _skip(text, value_end)
-                if text[pos] == "]":
+                if text[pos] == closer:
                     break
                 pos = _skip(text, pos + 1)
-        self._items[start] = items
         self._ends[start] = pos + 1
-        return items
+        return children
 
 
 def _skip(text: str, pos: int) -> int:
