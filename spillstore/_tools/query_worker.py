@@ -55,9 +55,10 @@ MEMORY_PER_BYTE = 16
 document in about 8-14 times its size (the jq 1.6 command line peaks at 8.4x on a
 100 MB listing)."""
 
-PARSE_BYTES_PER_SECOND = 5_000_000
+PARSE_BYTES_PER_SECOND = 2_000_000
 """A query gets a second more of CPU time per this many document bytes: jq parses the
-document on every query (about 12 MB/s here), twice when the expression is not a path
+document on every query (a path query on 111 MB took 11 s of CPU here, the first one
+also indexes the containers it walks), twice when the expression is not a path
 expression."""
 
 WALL_FACTOR = 4
