@@ -297,7 +297,9 @@ class SpillTools:
                 metas = [self._meta(args.spill)]
             return Search(self, args, matcher, metas).run()
         if isinstance(args, QueryArgs):
-            return query_page(self, self._queries, self._meta(args.spill, cached=True), args)
+            # Not the cached metadata: the worker may hold the document, so this stat is
+            # what notices a spill deleted or expired since.
+            return query_page(self, self._queries, self._meta(args.spill), args)
         assert isinstance(args, ListArgs)
         return list_page(self, args)
 

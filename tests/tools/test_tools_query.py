@@ -92,6 +92,16 @@ def test_second_query_on_a_spill_uses_the_kept_document(tools: SpillTools) -> No
     assert calls == []
 
 
+def test_a_deleted_spill_is_not_answered_from_the_workers_copy(tools: SpillTools) -> None:
+    """After a spill is deleted, a query says so, even though the worker kept the document."""
+    spill = _put(tools, json.dumps({"gone": [1]}))
+    assert not tools.query(spill, ".gone").is_error
+    tools.store.delete(spill)
+    result = tools.query(spill, ".gone")
+    assert result.is_error
+    assert spill in text_of(result)
+
+
 def test_json_lines_run_per_line_with_line_numbers(tools: SpillTools) -> None:
     """Each line of a JSON Lines spill is queried on its own; results name their line."""
     data = b'{"a": 1}\n\n{"a": 2, "b": [true]}\n{"a": 3}\n'
