@@ -5,8 +5,11 @@ never returns control to Python), so programs run in a separate process. Before 
 query the child limits its own CPU time (``RLIMIT_CPU``: the kernel ends it when the
 query overruns) and its address space (``RLIMIT_AS``: a program that builds a huge value
 fails inside the child instead of growing it without bound); the parent also kills it
-when a query overruns :data:`WALL_FACTOR` times its time. The child starts with an empty
-environment (jq's ``env`` and ``$ENV`` show nothing of the host) in ``/``.
+when a query overruns its wall time: ``max_seconds`` (2 s), plus the time jq may take to
+parse the document, counted :data:`WALL_FACTOR` times over (a busy machine shares its
+cores), plus :data:`START_SECONDS` for an exchange that starts the child. The child
+starts with an empty environment (jq's ``env`` and ``$ENV`` show nothing of the host) in
+``/``.
 
 The child keeps the documents it was sent (:class:`~spillstore._core.json_doc.JsonDoc`:
 the decoded text, its kind and the member index of every container a path walked
@@ -62,8 +65,11 @@ also indexes the containers it walks), twice when the expression is not a path
 expression."""
 
 WALL_FACTOR = 4
-"""The wall time a query may take, in multiples of its CPU time: a busy machine shares
-its cores, so a query that is not hostile may wait its turn."""
+"""The wall time a document's parse may take, in multiples of its CPU time: a busy
+machine shares its cores, so a query that is not hostile may wait its turn."""
+
+START_SECONDS = 10.0
+"""More wall time for an exchange that starts the child (an interpreter and jq load)."""
 
 _HEADER = struct.Struct("<Q")
 
@@ -147,8 +153,8 @@ class QueryWorker:
 
         ``load()`` gives the document's bytes when the worker does not hold it. The
         query may take ``max_seconds`` of CPU time, plus a second per
-        :data:`PARSE_BYTES_PER_SECOND` bytes of document (jq parses it each time), and
-        :data:`WALL_FACTOR` times that in wall time.
+        :data:`PARSE_BYTES_PER_SECOND` bytes of document (jq parses it each time); in
+        wall time, ``max_seconds`` plus :data:`WALL_FACTOR` times that parse allowance.
 
         Raises:
             QueryFailed: the query ended without results (the reason is in it).
@@ -164,13 +170,14 @@ class QueryWorker:
             max_total_bytes,
             seconds,
         )
+        wall = self.max_seconds + WALL_FACTOR * (seconds - self.max_seconds)
         with self._lock:
-            reply = self._exchange(request, seconds)
+            reply = self._exchange(request, wall)
             if reply[0] == "missing":
-                reply = self._exchange(("load", key, load()), seconds)
+                reply = self._exchange(("load", key, load()), WALL_FACTOR * seconds)
                 if reply[0] == "error":
                     raise QueryFailed(reply[1], reply[2])
-                reply = self._exchange(request, seconds)
+                reply = self._exchange(request, wall)
         if reply[0] == "error":
             raise QueryFailed(reply[1], reply[2])
         _, found, more, kind, paths, skipped = reply
@@ -203,9 +210,12 @@ class QueryWorker:
             self._finalizer = None
 
     def _exchange(self, message: tuple[Any, ...], seconds: float) -> Any:
+        """Send ``message`` and read the reply within ``seconds`` of wall time (the child
+        is killed past it)."""
+        starting = self._proc is None or self._proc.poll() is not None
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
-        deadline = time.monotonic() + WALL_FACTOR * seconds + 1
+        deadline = time.monotonic() + seconds + (START_SECONDS if starting else 0.0)
         try:
             payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.write(_HEADER.pack(len(payload)) + payload)
@@ -381,7 +391,10 @@ def _bound(doc_bytes: int, seconds: float) -> None:
     except ImportError:  # pragma: no cover - the parent's wall-time kill is the bound
         return
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    cpu_limit = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
+    used = usage.ru_utime + usage.ru_stime
+    # Whole seconds only: round down, so the query gets at most ``seconds`` (and at least
+    # a little more than half a second).
+    cpu_limit = max(math.floor(used + seconds), math.ceil(used + 0.5))
     _, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
     if cpu_hard == resource.RLIM_INFINITY or cpu_limit < cpu_hard:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_hard))
@@ -399,6 +412,8 @@ def _bound(doc_bytes: int, seconds: float) -> None:
 
 def main() -> None:
     """The child's loop: read a message, answer it, until stdin closes."""
+    if importlib.util.find_spec("jq") is not None:
+        importlib.import_module("jq")  # loaded while starting, not in a query's time
     child = _Child()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
