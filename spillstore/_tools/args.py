@@ -216,6 +216,13 @@ class QueryArgs(ToolArgs):
         description=f"Show at most this many results (at most {MAX_QUERY_LIMIT}).",
     )
 
+    @field_validator("expression")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("a jq expression never contains a NUL character")
+        return value
+
 
 READ_DESCRIPTION = (
     "Read a saved tool output (a spill) that was too large to show in full. Page it by "

@@ -183,6 +183,19 @@ def test_hostile_expressions_end_in_a_clear_error(
     assert "1. bytes [7, 8): 1" in text_of(tools.query(spill, ".a[0]"))
 
 
+def test_arguments_are_validated_strictly(tools: SpillTools) -> None:
+    """A NUL in the expression, an empty one or a bad limit is an argument error."""
+    for arguments in (
+        {"spill": "x-00000000000000000000", "expression": ".a\x00b"},
+        {"spill": "x-00000000000000000000", "expression": ""},
+        {"spill": "x-00000000000000000000", "expression": ".", "limit": 0},
+        {"spill": "x-00000000000000000000", "expression": ".", "offset": True},
+    ):
+        result = tools.call("query_spill", arguments)
+        assert result.is_error
+        assert text_of(result).startswith("invalid arguments for query_spill: ")
+
+
 def test_infinite_streams_are_paged_not_run_to_the_end(tools: SpillTools) -> None:
     """A program with endless results gives one page and a next call."""
     spill = _put(tools, "[1]")
