@@ -33,7 +33,10 @@ INSTALL_HINT = 'pip install "jq>=1.7" (a dependency of spillstore; reinstall spi
 """What to run when the jq package is missing."""
 
 _PAGE_RESERVE = 1200
-"""Bytes of the page kept for the header and the closing hints."""
+"""Bytes of the page kept for the header and the closing hints (and the expression)."""
+
+_MAX_REPEATED_BYTES = 1000
+"""A longer expression is not repeated in the next-call hint."""
 
 _ADVICE = {
     "time": "; narrow it (first(...), limit(n; ...), a select) or query a smaller part",
@@ -62,7 +65,9 @@ def query_page(tools: ToolsView, worker: QueryWorker, meta: SpillMeta, args: Que
         raise RequestRefused(
             f"{names.query} needs the jq package, which is missing: {INSTALL_HINT}"
         )
-    max_total = max(tools.max_page_bytes - _PAGE_RESERVE, tools.max_line_bytes)
+    # The header quotes the expression (cut to 200 characters), the next call repeats it.
+    quoted = utf8_size(quote(args.expression, 200)) + _next_call_size(args.expression)
+    max_total = max(tools.max_page_bytes - _PAGE_RESERVE - quoted, tools.max_line_bytes)
 
     def load() -> bytes:
         return tools.store.read_bytes(spill, 0, meta.total_bytes)
@@ -131,11 +136,20 @@ def _render(tools: ToolsView, meta: SpillMeta, args: QueryArgs, results: Results
         )
     if results.more:
         expression = json.dumps(args.expression, ensure_ascii=False)
-        out.append(
-            f'More: {names.query}(spill="{spill}", expression={expression},'
-            f" offset={last}, limit={args.limit})."
-        )
+        if _next_call_size(args.expression):
+            out.append(
+                f'More: {names.query}(spill="{spill}", expression={expression},'
+                f" offset={last}, limit={args.limit})."
+            )
+        else:
+            out.append(f"More: the same {names.query} call with offset={last}.")
     return "\n".join(out)
+
+
+def _next_call_size(expression: str) -> int:
+    """The bytes the next-call hint spends on the expression (0: too long to repeat)."""
+    size = utf8_size(json.dumps(expression, ensure_ascii=False))
+    return size if size <= _MAX_REPEATED_BYTES else 0
 
 
 def _line(number: int, found: Found) -> str:

@@ -73,6 +73,9 @@ START_SECONDS = 10.0
 
 _HEADER = struct.Struct("<Q")
 
+_LABEL_BYTES = 64
+"""Counted per result for its label on the page (``12. line 3, bytes [a, b): ``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Found:
@@ -368,7 +371,7 @@ def _collect(doc: JsonDoc, program: Any, ask: _Ask, *, paths: bool) -> tuple[Any
                 dumped = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
                 size = len(dumped.encode("utf-8", "replace"))
                 shown = _cut(dumped, ask.max_result_bytes)
-                total += len(shown.encode("utf-8", "replace"))
+                total += len(shown.encode("utf-8", "replace")) + _LABEL_BYTES
                 found.append((shown, size, byte_range, line if doc.kind == "ndjson" else None))
         except ValueError as exc:
             if doc.kind == "ndjson" and "Invalid path expression" not in str(exc):

@@ -196,6 +196,17 @@ def test_arguments_are_validated_strictly(tools: SpillTools) -> None:
         assert text_of(result).startswith("invalid arguments for query_spill: ")
 
 
+def test_a_long_expression_never_pushes_the_next_call_off_the_page(tools: SpillTools) -> None:
+    """With a long, wide-character expression the page still ends with its next call."""
+    spill = _put(tools, json.dumps(list(range(3000))))
+    expression = ".[] | select(. >= 0)" + ' | select(. != "\U0001f600")' * 120
+    result = tools.query(spill, expression, limit=1000)
+    text = text_of(result)
+    assert not result.is_error, text
+    assert len(text.encode()) <= tools.max_page_bytes
+    assert text.split("\n")[-1].startswith("More: ")
+
+
 def test_infinite_streams_are_paged_not_run_to_the_end(tools: SpillTools) -> None:
     """A program with endless results gives one page and a next call."""
     spill = _put(tools, "[1]")
