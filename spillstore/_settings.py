@@ -331,8 +331,9 @@ class Settings(BaseSettings):
         f'"off"/None turns the cut off. At least {MIN_MAX_LINE_BYTES} when on.',
     )
     retention_bytes: int | None = Field(
-        default=10 * 1024**2,
-        description="The most bytes of one output that are stored; "
+        default=256 * 1024**2,
+        description="The most bytes of one output that are stored (the local store "
+        "streams spills to disk with flat memory, so this only bounds disk use); "
         f'"off"/None keeps everything. At least {MIN_RETENTION_BYTES} when on.',
     )
     retained_tail_bytes: int = Field(
@@ -345,6 +346,14 @@ class Settings(BaseSettings):
         description="The store root; None means platformdirs' user cache directory "
         "(resolved by the store, not here).",
     )
+    store: str | None = Field(
+        default=None,
+        description="A store URL: PATH, file://PATH, s3://BUCKET/PREFIX or memory://; wins "
+        "over dir when both come from the same place (see spillstore._stores.url).",
+    )
+    s3_endpoint: str | None = Field(default=None, description="S3 endpoint (else AWS_*).")
+    s3_region: str | None = Field(default=None, description="S3 region (else AWS_REGION).")
+    s3_allow_http: bool | None = Field(default=None, description="Allow an http:// endpoint.")
     session: str = Field(
         default="default",
         description="The session name spills are grouped under: 1-64 characters from "
@@ -415,7 +424,7 @@ class Settings(BaseSettings):
     @field_validator("dir", mode="before")
     @classmethod
     def _parse_dir(cls, value: object) -> Path | None:
-        """Accept ``None``, a non-empty string or an ``os.PathLike[str]``."""
+        """Accept ``None``, a non-empty string or an ``os.PathLike[str]``; expand ``~``."""
         if value is None:
             return None
         if isinstance(value, os.PathLike):
@@ -427,7 +436,7 @@ class Settings(BaseSettings):
                 f"must be a non-empty path (unset {env_var_name('dir')} to use the default "
                 f"cache directory); got {value!r}"
             )
-        return Path(value)
+        return Path(value).expanduser()
 
     @field_validator("session", mode="before")
     @classmethod

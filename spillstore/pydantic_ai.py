@@ -21,7 +21,8 @@ value (a dict, a model, a list) is measured as the JSON text pydantic-ai would s
 replaced by the pointer (a ``str``) only when it is cut. Exceptions, ``ModelRetry`` and
 deferrals never reach the hook, so they pass through untouched.
 
-The capability also registers ``read_spill``, ``grep_spill`` and ``list_spills`` (their
+The capability also registers ``read_spill``, ``grep_spill``, ``list_spills`` and
+``query_spill`` (their
 results are never capped; errors the model should act on are plain text results).
 """
 

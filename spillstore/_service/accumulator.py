@@ -4,8 +4,9 @@ A subprocess pipe or a streaming tool hands over chunks as they come. The accumu
 keeps up to the inline budget in memory; the moment the output outgrows it, it opens a
 store writer, hands it what it kept, and from then on streams every chunk straight
 through, keeping only the first bytes (for the head preview) and a small ring of the
-last bytes (for the tail). Sizes, newlines and the hash are counted as it goes (the
-store writer hashes; the accumulator counts newlines, which costs a ``bytes.count``).
+last bytes (for the tail). Sizes, newlines and the hash are counted as it goes, once:
+the store writer hashes and counts newlines; only if the store fails does the
+accumulator count the rest itself, for the "not saved" preview.
 
 When the stream ends, :meth:`~OutputAccumulator.ok` or :meth:`~OutputAccumulator.error`
 finishes it with a suffix that no cap can drop, and returns the same kind of result
@@ -16,6 +17,7 @@ flow (:mod:`spillstore._service.decide`), run by the flow's drivers.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
@@ -111,7 +113,6 @@ class OutputAccumulator:
             raise UsageError(_MIXED)
         data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
         self._total += len(data)
-        self._newlines += data.count(b"\n")
         if not self.spilling:
             self._buffer += data
             if len(self._buffer) <= self._budget:
@@ -120,7 +121,30 @@ class OutputAccumulator:
             data, self._buffer = bytes(self._buffer), bytearray()
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
-        return None if self._write_error is not None else data
+        if self._write_error is not None:
+            self._newlines += data.count(b"\n")  # no writer counts them any more
+            return None
+        return data
+
+    def _count_after_failure(
+        self, counted: tuple[int, int], rest: Sequence[bytes | bytearray | memoryview | str]
+    ) -> None:
+        """Once the store failed: the newlines so far, for the "not saved" preview.
+
+        While a writer works it is the one that counts newlines (each byte is counted
+        once); ``counted`` is its ``(total_bytes, newlines)``. The output's bytes past
+        its total are the end of ``rest``, the chunks whose hand-over failed.
+        """
+        written, newlines = counted
+        missing = self._total - written
+        for chunk in reversed(rest):
+            if missing <= 0:
+                break
+            data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
+            part = data[-missing:] if missing < len(data) else data
+            newlines += part.count(b"\n")
+            missing -= len(part)
+        self._newlines = newlines
 
     def _spill_args(self) -> SpillArgs:
         return spill_args(self._host, self._tool_name, self._tool_call_id)
@@ -176,7 +200,7 @@ class OutputAccumulator:
                 self._writer = self._host.store.writer(**self._spill_args())
             self._writer.write(data)
         except STORE_FAILURES as exc:  # spilling must never fail the tool call
-            self._fail(exc)
+            self._fail(exc, data)
 
     def ok(self, suffix: str | None = None) -> ToolResult:
         """Finish a successful run; ``suffix`` (e.g. ``"exit code 0"``) always shows."""
@@ -190,10 +214,13 @@ class OutputAccumulator:
         assert self._writer is not None  # _finish_flow refused a mix
         return self._writer.commit(suffix=suffix)
 
-    def _fail(self, exc: Exception) -> Exception:
-        """Remember why spilling failed; the sync writer (if any) is dropped."""
+    def _fail(self, exc: Exception, failed: bytes = b"") -> Exception:
+        """Remember why spilling failed (on ``failed``, the chunk being written, if any);
+        the sync writer (if any) is dropped."""
         self._write_error = exc
         writer, self._writer = self._writer, None
+        counted = (0, 0) if writer is None else (writer.total_bytes, writer.newlines)
+        self._count_after_failure(counted, (failed,))
         if writer is not None:
             with contextlib.suppress(*STORE_FAILURES):  # the first error is the one to report
                 writer.abort()
@@ -211,7 +238,7 @@ class OutputAccumulator:
                 self._awriter = self._host.store.awriter(**self._spill_args())
             await self._awriter.write(data)
         except STORE_FAILURES as exc:
-            await self._afail(exc)
+            await self._afail(exc, data)
 
     async def aok(self, suffix: str | None = None) -> ToolResult:
         """Async twin of :meth:`ok`."""
@@ -225,10 +252,16 @@ class OutputAccumulator:
         assert self._awriter is not None  # _finish_flow refused a mix
         return await self._awriter.commit(suffix=suffix)
 
-    async def _afail(self, exc: Exception) -> Exception:
-        """Async twin of :meth:`_fail`."""
+    async def _afail(self, exc: Exception, failed: bytes = b"") -> Exception:
+        """Async twin of :meth:`_fail` (the async writer batches: its failed batch ends
+        with ``failed``)."""
         self._write_error = exc
         writer, self._awriter = self._awriter, None
+        if writer is None:
+            self._count_after_failure((0, 0), (failed,))
+        else:
+            rest = writer.failed_batch or (failed,)
+            self._count_after_failure((writer.total_bytes, writer.newlines), rest)
         if writer is not None:
             with contextlib.suppress(*STORE_FAILURES):
                 await writer.abort()

@@ -242,9 +242,9 @@ def test_run_read_round_trip_is_byte_exact(log_spill: tuple[Path, str, str]) -> 
 def test_run_streams_200_mib_with_flat_memory(store_dir: Path, tmp_path: Path) -> None:
     """200 MiB through ``spillstore run`` keeps peak RSS far below the output size."""
     out = tmp_path / "pointer.txt"
-    command = [sys.executable, "-m", "spillstore._cli", "run", "--", sys.executable, "-c"]
+    command = [sys.executable, "-m", "spillstore._cli", "run", "--retain", "10MiB", "--"]
     wrapper = subprocess.run(
-        [sys.executable, "-c", RSS_WRAPPER, str(out), *command, EMIT_200_MIB],
+        [sys.executable, "-c", RSS_WRAPPER, str(out), *command, sys.executable, "-c", EMIT_200_MIB],
         capture_output=True,
         env=_env(store_dir),
         timeout=120,
