@@ -15,8 +15,8 @@ Example::
 :class:`SpillMiddleware` implements ``wrap_tool_call`` (and ``awrap_tool_call``): every
 ``ToolMessage`` a tool produces passes through the service, named by its
 ``tool_call_id``, and the middleware registers ``read_spill``, ``grep_spill``,
-``list_spills`` and ``query_spill`` with the agent. :func:`wrap_tool` wraps one ``BaseTool`` instead, for
-graphs built by hand (``ToolNode``) or tools called directly.
+``list_spills`` and ``query_spill`` with the agent. :func:`wrap_tool` wraps one
+``BaseTool`` instead, for graphs built by hand (``ToolNode``) or tools called directly.
 
 Content keeps its shape: a ``str`` stays a ``str`` (the pointer when cut); a list of
 content blocks keeps its non-text blocks (images, files) in order after the pointer,
