@@ -54,7 +54,13 @@ def test_help_imports_no_command_module() -> None:
 
 def test_every_command_is_in_the_table_and_in_its_module() -> None:
     """Each table entry names a module whose ``app`` holds that command (or is ``mcp``)."""
-    assert list(cli_app.COMMANDS) == [*("run", *SPILL_COMMANDS), "demo", *CLIENT_COMMANDS, "mcp"]
+    assert list(cli_app.COMMANDS) == [
+        *("run", *SPILL_COMMANDS),
+        "check",
+        "demo",
+        *CLIENT_COMMANDS,
+        "mcp",
+    ]
     for name, (module, short_help) in cli_app.COMMANDS.items():
         group = typer.main.get_group(__import__(module, fromlist=["app"]).app)
         assert name in group.commands or name == "mcp", name
