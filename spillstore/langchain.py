@@ -1,4 +1,4 @@
-"""LangChain integration: agent middleware, a ``BaseTool`` wrapper, and Read/Grep/List tools.
+"""LangChain integration: agent middleware, a ``BaseTool`` wrapper, and Read/Grep/List/Query tools.
 
 Needs LangChain 1.x (``langchain-core``, and ``langchain`` for agent middleware):
 ``pip install "spillstore[langchain]"``.
@@ -14,9 +14,9 @@ Example::
 
 :class:`SpillMiddleware` implements ``wrap_tool_call`` (and ``awrap_tool_call``): every
 ``ToolMessage`` a tool produces passes through the service, named by its
-``tool_call_id``, and the middleware registers ``read_spill``, ``grep_spill`` and
-``list_spills`` with the agent. :func:`wrap_tool` wraps one ``BaseTool`` instead, for
-graphs built by hand (``ToolNode``) or tools called directly.
+``tool_call_id``, and the middleware registers ``read_spill``, ``grep_spill``,
+``list_spills`` and ``query_spill`` with the agent. :func:`wrap_tool` wraps one
+``BaseTool`` instead, for graphs built by hand (``ToolNode``) or tools called directly.
 
 Content keeps its shape: a ``str`` stays a ``str`` (the pointer when cut); a list of
 content blocks keeps its non-text blocks (images, files) in order after the pointer,
@@ -128,13 +128,13 @@ def _output_flow(capper: Capper, output: Any, tool_name: str) -> Flow[Any]:
 
 
 class SpillMiddleware(AgentMiddleware):
-    """Agent middleware: caps every tool result and adds Read/Grep/List to the agent.
+    """Agent middleware: caps every tool result and adds Read/Grep/List/Query to the agent.
 
     Args:
         service: the service; by default ``TruncationService()`` (made now).
         spill_tools: the spill tools to register (default: over the service's store
             and session); their names are exempt from capping.
-        include_spill_tools: register Read/Grep/List with the agent.
+        include_spill_tools: register Read/Grep/List/Query with the agent.
         budgets: per-tool inline budgets by tool name (ints or sizes such as ``"20KB"``).
         exempt: names of tools whose results pass through untouched.
 

@@ -379,7 +379,7 @@ def run_loop(
         guard: a guard to use (and read afterwards) instead of ``max_turns``.
         follow_ups: queued user messages (a ``deque`` or ``list``), polled in order.
         service: the service tool results pass through (default ``TruncationService()``).
-        spill_tools: serve Read/Grep/List under their names.
+        spill_tools: serve Read/Grep/List/Query under their names.
 
     Raises:
         ConfigError: an invalid ``max_turns``, or both ``max_turns`` and ``guard``.

@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK integration: capped function tools, and Read/Grep/List as function tools.
+"""OpenAI Agents SDK integration: capped function tools, and Read/Grep/List/Query as function tools.
 
 Needs the OpenAI Agents SDK: ``pip install "spillstore[openai-agents]"``.
 

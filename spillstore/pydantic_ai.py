@@ -1,4 +1,4 @@
-"""pydantic-ai integration: a capability that caps tool results and adds Read/Grep/List.
+"""pydantic-ai integration: a capability that caps tool results and adds Read/Grep/List/Query.
 
 Needs pydantic-ai (the slim package is enough): ``pip install "spillstore[pydantic-ai]"``.
 
@@ -21,7 +21,8 @@ value (a dict, a model, a list) is measured as the JSON text pydantic-ai would s
 replaced by the pointer (a ``str``) only when it is cut. Exceptions, ``ModelRetry`` and
 deferrals never reach the hook, so they pass through untouched.
 
-The capability also registers ``read_spill``, ``grep_spill`` and ``list_spills`` (their
+The capability also registers ``read_spill``, ``grep_spill``, ``list_spills`` and
+``query_spill`` (their
 results are never capped; errors the model should act on are plain text results).
 """
 
@@ -78,7 +79,7 @@ class SpillCapability(AbstractCapability[Any]):
             environment is read when the capability is built).
         spill_tools: the spill tools to register (default: over the service's store
             and session); their names are exempt from capping.
-        include_spill_tools: register Read/Grep/List (turn off when the agent already
+        include_spill_tools: register Read/Grep/List/Query (turn off when the agent already
             has them, e.g. from spillstore's MCP server).
         budgets: per-tool inline budgets by tool name (ints or sizes such as ``"20KB"``).
         exempt: names of tools whose results pass through untouched.
@@ -115,7 +116,7 @@ class SpillCapability(AbstractCapability[Any]):
         return None
 
     def get_toolset(self) -> FunctionToolset[Any] | None:
-        """The Read/Grep/List toolset, unless ``include_spill_tools`` is off."""
+        """The Read/Grep/List/Query toolset, unless ``include_spill_tools`` is off."""
         return spill_toolset(self.spill_tools) if self.include_spill_tools else None
 
     async def after_tool_execute(

@@ -8,6 +8,7 @@ drawn often enough to sit at the edges of every cut.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 
 from hypothesis import strategies as st
@@ -87,3 +88,51 @@ def chunks(data: bytes, cuts: list[int]) -> Iterator[bytes]:
     points = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
     for a, b in itertools.pairwise(points):
         yield data[a:b]
+
+
+# --------------------------------------------------------------------------- JSON text
+
+_json_space = st.sampled_from(["", " ", "\n", "\t", "\r\n  "])
+"""JSON whitespace, as documents put it between tokens."""
+
+json_numbers = st.one_of(
+    st.integers(min_value=-(2**53), max_value=2**53).map(str),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300).map(repr),
+    st.sampled_from(["-0", "0.0", "1e2", "1E+2", "-1.5e-3", "0.000123", "12.50", "1e-7", "-0.0"]),
+)
+"""Numbers in every form JSON allows (integers exact in a double, so jq keeps them)."""
+
+json_strings = st.tuples(
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
+    | st.sampled_from(["\U0001f600", "\u00e9", "e\u0301", "\x00", '"', "\\", "\u2028"]),
+    st.booleans(),
+).map(lambda pair: json.dumps(pair[0], ensure_ascii=pair[1]))
+"""JSON strings, raw UTF-8 or escaped (4-byte characters as surrogate-pair escapes)."""
+
+
+@st.composite
+def _json_array(draw: st.DrawFn, items: st.SearchStrategy[str]) -> str:
+    values = draw(st.lists(items, max_size=4))
+    return "[" + ",".join(draw(_json_space) + v + draw(_json_space) for v in values) + "]"
+
+
+@st.composite
+def _json_object(draw: st.DrawFn, items: st.SearchStrategy[str]) -> str:
+    members = draw(st.lists(st.tuples(json_strings, items), max_size=4))
+    parts = [
+        f"{draw(_json_space)}{k}{draw(_json_space)}:{draw(_json_space)}{v}" for k, v in members
+    ]
+    return "{" + ",".join(parts) + draw(_json_space) + "}"
+
+
+json_documents = st.tuples(
+    _json_space,
+    st.recursive(
+        json_numbers | json_strings | st.sampled_from(["true", "false", "null"]),
+        lambda items: _json_array(items) | _json_object(items),
+        max_leaves=24,
+    ),
+    _json_space,
+).map("".join)
+"""JSON documents as text: nested, unicode, numbers in every form, random whitespace
+(repeated keys happen too: the last one wins, in jq and in Python)."""

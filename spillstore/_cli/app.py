@@ -85,6 +85,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("spillstore._cli.run", "Run a command; print what the model would see."),
     "read": ("spillstore._cli.recover", "Show a page of a spill."),
     "grep": ("spillstore._cli.recover", "Search one spill or the whole session."),
+    "query": ("spillstore._cli.query", "Query a JSON spill with jq."),
     "ls": ("spillstore._cli.spills", "List the spills of the session."),
     "show": ("spillstore._cli.spills", "Show a spill's metadata."),
     "rm": ("spillstore._cli.spills", "Delete spills."),

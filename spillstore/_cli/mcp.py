@@ -72,11 +72,14 @@ def serve_command(
     list_name: Annotated[
         str, typer.Option("--list-name", metavar="NAME", help="Name of the List tool.")
     ] = SPILL_TOOL_NAMES[2],
+    query_name: Annotated[
+        str, typer.Option("--query-name", metavar="NAME", help="Name of the Query tool.")
+    ] = SPILL_TOOL_NAMES[3],
     cross_session: Annotated[
         bool, typer.Option("--cross-session", help="Allow reading other sessions' spills.")
     ] = False,
 ) -> None:
-    """Serve read_spill/grep_spill/list_spills over stdio."""
+    """Serve read_spill/grep_spill/list_spills/query_spill over stdio."""
     from spillstore.mcp import serve  # noqa: PLC0415 - the SDK loads when a command runs
 
     given = global_options(ctx)
@@ -87,6 +90,7 @@ def serve_command(
         read_name=read_name,
         grep_name=grep_name,
         list_name=list_name,
+        query_name=query_name,
         cross_session=cross_session,
     )
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import UsageError
-from spillstore._service.decide import SpillArgs, result_flow, spill_args
+from spillstore._service.decide import SpillArgs, result_flow, spill_args, stored_shape
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -195,6 +195,7 @@ class OutputAccumulator:
                 saved = yield call(self._fail, self._afail, exc)
         assert saved is not None
         shown = yield from suffix_flow(host, suffix or "", self._spill_args())
+        shape = yield from stored_shape(host, saved, self._head)
         step = step_from_ends(
             host.settings,
             result=ToolResult(content=(), is_error=is_error),
@@ -206,6 +207,7 @@ class OutputAccumulator:
             suffix=shown,
             tool_name=self._tool_name,
             tool_call_id=self._tool_call_id,
+            json_shape=shape,
         )
         return render(host, step, saved)
 

@@ -34,7 +34,7 @@ class ToolCappers:
 
     Args:
         service: the service results go through (default ``TruncationService()``).
-        spill_tools: the Read/Grep/List tools (default ``service.spill_tools()``).
+        spill_tools: the Read/Grep/List/Query tools (default ``service.spill_tools()``).
         budgets: per-tool inline budgets by tool name (ints or human sizes).
         exempt: tool names whose results pass through untouched.
     """
@@ -64,7 +64,7 @@ class ToolCappers:
 
 @dataclass(frozen=True, slots=True)
 class SpillFunction:
-    """One spill tool (Read, Grep or List) as a framework registers it.
+    """One spill tool (Read, Grep, List or Query) as a framework registers it.
 
     Attributes:
         name, description: as the model sees them.

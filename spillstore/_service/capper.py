@@ -107,6 +107,7 @@ class Capper:
                     session=service.session,
                     read_tool=service.read_tool,
                     grep_tool=service.grep_tool,
+                    query_tool=service.query_tool,
                     deliverable_media=service.deliverable_media,
                 )
             self._service = service

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
+from spillstore._core.json_doc import looks_like_json
+from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
@@ -67,6 +69,16 @@ _READ_CHUNK = 1024**2
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
+
+JSON_SHAPE_MAX_CHARS = 32 * 1024 * 1024
+"""Outputs longer than this get no shape summary: parsing one whole would hold the
+parsed values (several times the text) in memory; ``query_spill`` still works on them."""
+
+JSON_SHAPE_MAX_BYTES = 2048
+"""The most bytes of the shape summary in the pointer."""
+
+JSON_SHAPE_SHARE = 8
+"""The shape summary takes at most this fraction (one eighth) of the budget."""
 
 
 class SpillArgs(TypedDict):
@@ -139,6 +151,7 @@ def _file_flow(
     settings = host.settings
     counted: Measure | None = None
     saved: SpillMeta | Exception
+    shape: JsonShape | None = None
     try:
         # What else the model sees (the suffix, blobs) counts when the file's bytes are
         # invalid UTF-8: their decoded text must fit beside it, or they are adopted raw.
@@ -164,6 +177,7 @@ def _file_flow(
         if t0 < t1:
             tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
         saved = meta
+        shape = yield from stored_shape(host, meta, head_raw)
     except STORE_FAILURES as exc:
         log.warning("spillstore: could not adopt %s: %s", path, exc)
         saved = exc
@@ -188,8 +202,35 @@ def _file_flow(
         notes=notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
+        json_shape=shape,
     )
     return render(host, step, saved)
+
+
+def stored_shape(
+    host: Host, saved: SpillMeta | Exception, head_raw: bytes
+) -> Flow[JsonShape | None]:
+    """The shape of an output known by its ends (a stream, a file), read back from the store.
+
+    Only for a spill saved in full, of at most :data:`JSON_SHAPE_MAX_CHARS` bytes, whose
+    first significant byte can start JSON; a failed read gives no shape, never an error.
+    """
+    if (
+        isinstance(saved, Exception)
+        or not saved.complete
+        or saved.total_bytes > JSON_SHAPE_MAX_CHARS
+        or not looks_like_json(head_raw[:64])
+    ):
+        return None
+    store = host.store
+    try:
+        data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, 0, saved.total_bytes)
+    except STORE_FAILURES:
+        return None
+    budget = host.settings.max_bytes
+    return json_shape(
+        [data.decode("utf-8", "replace")], min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE)
+    )
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
@@ -235,7 +276,10 @@ def prepare(
     suffix = bounded_suffix(suffix, budget)
     texts = texts or [""]  # only blobs or a suffix over the budget: the text is empty
     shaped = None
-    if settings.max_line_bytes is not None:
+    shape = None
+    if chars <= JSON_SHAPE_MAX_CHARS:
+        shape = json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
+    if settings.max_line_bytes is not None and shape is None:
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
     media = [p for p in result.content if _attached(p, host)]
@@ -269,6 +313,7 @@ def prepare(
         notes=notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
+        json_shape=shape,
     )
 
 

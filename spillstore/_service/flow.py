@@ -26,6 +26,7 @@ from spillstore._errors import RangeNotStored, SpillNotFound
 from spillstore._twins import in_thread
 
 if TYPE_CHECKING:
+    from spillstore._core.json_shape import JsonShape
     from spillstore._core.shape import Shaped
     from spillstore._settings import Settings
     from spillstore._stores.base import Store
@@ -73,6 +74,7 @@ class Host(Protocol):
     session: str
     read_tool: str
     grep_tool: str
+    query_tool: str
     deliverable_media: frozenset[str]
 
 
@@ -190,6 +192,7 @@ class Prepared:
     notes: list[str]
     tool_name: str
     tool_call_id: str
+    json_shape: JsonShape | None = None
 
 
 def step_from_ends(
@@ -204,6 +207,7 @@ def step_from_ends(
     tool_call_id: str,
     others: list[Part] | None = None,
     notes: list[str] | None = None,
+    json_shape: JsonShape | None = None,
 ) -> Prepared:
     """An oversized output known only by its first and last bytes (a stream, a file).
 
@@ -233,4 +237,5 @@ def step_from_ends(
         notes=[] if notes is None else notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
+        json_shape=json_shape,
     )

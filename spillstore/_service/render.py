@@ -9,6 +9,7 @@ text never exceeds the budget, pointer and suffix included.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -73,6 +74,11 @@ def _replace_mode(
     settings = host.settings
     budget = settings.max_bytes - notices_size(step.others) - utf8_size(step.suffix) - 1
     head_bytes, tail_bytes = settings.head_bytes, settings.tail_bytes
+    notes = [*step.notes, *_json_notes(host, step, stored)]
+    # The shape takes the place of as much of the head preview, within the same budget.
+    head_bytes = max(
+        head_bytes // 2, head_bytes - sum(utf8_size(n) + 1 for n in notes[len(step.notes) :])
+    )
     while True:
         preview = step.plan(head_bytes, tail_bytes, measured)
         text = render_pointer(
@@ -82,7 +88,7 @@ def _replace_mode(
             tool_call_id=step.tool_call_id,
             sha256=measured.sha256,
             invalid_utf8=invalid,
-            notes=step.notes,
+            notes=notes,
             read_tool=host.read_tool,
             grep_tool=host.grep_tool,
         )
@@ -94,6 +100,27 @@ def _replace_mode(
         tail_bytes -= cut_tail
         head_bytes = max(0, head_bytes - (over - cut_tail))
     return text, _info("replace", preview, stored, measured.sha256, invalid)
+
+
+def _json_notes(host: Host, step: Prepared, stored: Stored) -> list[str]:
+    """The shape of a JSON output, and how to query it (or why it cannot be)."""
+    shape = step.json_shape
+    if shape is None:
+        return []
+    if stored.state == "full":
+        expression = json.dumps(shape.example, ensure_ascii=False)
+        hint = (
+            f'Query it with jq: {host.query_tool}(spill="{stored.spill_id}",'
+            f" expression={expression}) returns values with their exact byte ranges."
+        )
+    elif stored.state == "partial":
+        hint = (
+            f"It was saved in part, so {host.query_tool} cannot parse it; search it with"
+            f" {host.grep_tool}."
+        )
+    else:
+        hint = ""
+    return [*shape.lines, hint] if hint else list(shape.lines)
 
 
 def _append_mode(

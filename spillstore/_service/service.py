@@ -46,7 +46,7 @@ class TruncationService:
             ``settings.dir`` (or the user cache dir).
         settings: budgets and caps; by default ``Settings()`` (environment, then defaults).
         session: the store session spills go to; by default ``settings.session``.
-        read_tool, grep_tool: tool names used in the ready-to-call hints.
+        read_tool, grep_tool, query_tool: tool names used in the ready-to-call hints.
         deliverable_media: media kinds passed to the model; other kinds (blobs) count in
             the budget and, when the result is cut, are saved as spills of their own,
             with a notice naming each.
@@ -60,6 +60,7 @@ class TruncationService:
         session: str | None = None,
         read_tool: str = "read_spill",
         grep_tool: str = "grep_spill",
+        query_tool: str = "query_spill",
         deliverable_media: frozenset[str] = DEFAULT_DELIVERABLE,
     ) -> None:
         self.settings = settings if settings is not None else Settings()
@@ -71,6 +72,7 @@ class TruncationService:
         self.session = session if session is not None else self.settings.session
         self.read_tool = read_tool
         self.grep_tool = grep_tool
+        self.query_tool = query_tool
         self.deliverable_media = deliverable_media
 
     def truncate_for_model(
@@ -99,14 +101,15 @@ class TruncationService:
         return OutputAccumulator(self, tool_name=tool_name, tool_call_id=tool_call_id)
 
     def spill_tools(self, **options: Any) -> SpillTools:
-        """Read, Grep and List over this service's store and session.
+        """Read, Grep, List and Query over this service's store and session.
 
         Their names match the ones the pointer's hints call (``read_tool``,
-        ``grep_tool``), so a model can follow a hint verbatim. ``options`` go to
+        ``grep_tool``, ``query_tool``), so a model can follow a hint verbatim. ``options`` go to
         :class:`~spillstore.SpillTools` (``max_page_bytes``, ``list_name``, ...).
         """
         from spillstore._tools.spill_tools import SpillTools  # noqa: PLC0415 - re2 loads on demand
 
         options.setdefault("read_name", self.read_tool)
         options.setdefault("grep_name", self.grep_tool)
+        options.setdefault("query_name", self.query_tool)
         return SpillTools(self.store, session=self.session, **options)

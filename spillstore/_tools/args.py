@@ -19,19 +19,24 @@ __all__ = [
     "DEFAULT_BYTE_PAGE",
     "DEFAULT_HEAD_LIMIT",
     "DEFAULT_LIST_LIMIT",
+    "DEFAULT_QUERY_LIMIT",
     "DEFAULT_READ_LIMIT",
     "GREP_DESCRIPTION",
     "LIST_DESCRIPTION",
     "MAX_CONTEXT_LINES",
+    "MAX_EXPRESSION_CHARS",
     "MAX_PATTERN_CHARS",
+    "MAX_QUERY_LIMIT",
     "MAX_READ_BYTES",
     "MAX_READ_LIMIT",
     "MAX_SAFE_INT",
     "MAX_SPILL_CHARS",
+    "QUERY_DESCRIPTION",
     "READ_DESCRIPTION",
     "SPECS",
     "GrepArgs",
     "ListArgs",
+    "QueryArgs",
     "ReadArgs",
     "ToolArgs",
     "ToolSpec",
@@ -61,6 +66,15 @@ MAX_SPILL_CHARS = 4096
 
 DEFAULT_LIST_LIMIT = 50
 """Spills per List page by default."""
+
+DEFAULT_QUERY_LIMIT = 20
+"""Results per Query page by default."""
+
+MAX_QUERY_LIMIT = 1000
+"""The most results one Query page may ask for (the page size bounds it too)."""
+
+MAX_EXPRESSION_CHARS = 4000
+"""The longest jq expression accepted."""
 
 
 _Count = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INT)]
@@ -179,6 +193,37 @@ class ListArgs(ToolArgs):
     )
 
 
+class QueryArgs(ToolArgs):
+    """Arguments of ``query_spill``."""
+
+    spill: StrictStr = Field(
+        min_length=1,
+        max_length=MAX_SPILL_CHARS,
+        description="The spill id (e.g. fetch-0123456789abcdef0123) or its path; it must "
+        "hold JSON or JSON Lines.",
+    )
+    expression: StrictStr = Field(
+        min_length=1,
+        max_length=MAX_EXPRESSION_CHARS,
+        description="A jq expression, e.g. '.items[] | select(.name == \"x\")', "
+        "'.items | length', 'keys'. JSON Lines: it runs on each line.",
+    )
+    offset: _Count = Field(default=0, description="Skip this many results (for paging).")
+    limit: StrictInt = Field(
+        default=DEFAULT_QUERY_LIMIT,
+        ge=1,
+        le=MAX_QUERY_LIMIT,
+        description=f"Show at most this many results (at most {MAX_QUERY_LIMIT}).",
+    )
+
+    @field_validator("expression")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("a jq expression never contains a NUL character")
+        return value
+
+
 READ_DESCRIPTION = (
     "Read a saved tool output (a spill) that was too large to show in full. Page it by "
     "lines (offset: 1-based first line, negative from the end; limit: line count) or, "
@@ -194,6 +239,14 @@ GREP_DESCRIPTION = (
 LIST_DESCRIPTION = (
     "List the saved tool outputs (spills) of this session, newest last: id, tool, call "
     "id, size in bytes and lines, whether it was saved in full, and its first line."
+)
+
+QUERY_DESCRIPTION = (
+    "Query a saved tool output (a spill) that holds JSON or JSON Lines with a jq "
+    "expression. Each result comes back as compact JSON on its own line, with its exact "
+    "[start, end) byte range in the spill when it is a value of the document (the Read "
+    "tool with byte_offset shows those bytes), and its line number for JSON Lines. Results "
+    "are paged with offset and limit; the result says the next call."
 )
 
 
@@ -238,5 +291,6 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec("read_spill", "Read a saved tool output", READ_DESCRIPTION, ReadArgs),
     ToolSpec("grep_spill", "Search saved tool outputs", GREP_DESCRIPTION, GrepArgs),
     ToolSpec("list_spills", "List saved tool outputs", LIST_DESCRIPTION, ListArgs),
+    ToolSpec("query_spill", "Query a saved JSON tool output", QUERY_DESCRIPTION, QueryArgs),
 )
 """The recovery tools, in the order their schemas are listed."""

@@ -1,4 +1,4 @@
-"""The model-facing recovery tools: Read, Grep and List over spills (design.md §5).
+"""The model-facing recovery tools: Read, Grep, List and Query over spills (design.md §5).
 
 These tools are how a model gets back what a cap cut, so every result is short, exact
 and ready to act on:
@@ -10,8 +10,11 @@ and ready to act on:
   paging.
 - **List** (``list_spills``, :mod:`~spillstore._tools.list`) shows the spills of the
   session, newest last, so a model can find them again after its context was compacted.
+- **Query** (``query_spill``, :mod:`~spillstore._tools.query`) runs a jq expression over
+  a spill that holds JSON or JSON Lines, in a killable worker process, and gives each
+  result with its exact byte range (and line, for JSON Lines).
 
-This module is the front of the three: :class:`SpillTools` validates arguments (from a
+This module is the front of the four: :class:`SpillTools` validates arguments (from a
 model, as a dict or JSON string, or from Python through the typed shells), resolves the
 spill, dispatches to the page, and turns every error into a result. Every result is a
 :class:`~spillstore.ToolResult` marked ``spill_exempt`` (the service passes it through
@@ -48,10 +51,12 @@ from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import (
     DEFAULT_HEAD_LIMIT,
     DEFAULT_LIST_LIMIT,
+    DEFAULT_QUERY_LIMIT,
     DEFAULT_READ_LIMIT,
     SPECS,
     GrepArgs,
     ListArgs,
+    QueryArgs,
     ReadArgs,
     ToolArgs,
     ToolSpec,
@@ -59,6 +64,8 @@ from spillstore._tools.args import (
 )
 from spillstore._tools.grep import Search
 from spillstore._tools.list import list_page
+from spillstore._tools.query import query_page
+from spillstore._tools.query_worker import QueryWorker
 from spillstore._tools.read import read_page
 from spillstore._tools.regex import compile_pattern
 from spillstore._tools.text import (
@@ -101,11 +108,13 @@ SCHEMA_SHAPES = ("openai", "anthropic")
 
 
 class SpillTools:
-    """The Read, Grep and List tools over one store, for one session.
+    """The Read, Grep, List and Query tools over one store, for one session.
 
-    ``read``, ``grep`` and ``list`` are typed shells for Python callers; ``call`` takes
-    a model's raw arguments. ``aread``, ``agrep``, ``alist`` and ``acall`` are their async
-    twins: the same call in a worker thread, same arguments, same results.
+    ``read``, ``grep``, ``list`` and ``query`` are typed shells for Python callers;
+    ``call`` takes a model's raw arguments. ``aread``, ``agrep``, ``alist``, ``aquery``
+    and ``acall`` are their async twins: the same call in a worker thread, same
+    arguments, same results. Queries run in a child process started on the first query
+    (``close`` stops it; it also stops when this object is collected).
 
     Args:
         store: the spill store (``LocalStore``, ``MemoryStore``, ...).
@@ -116,9 +125,9 @@ class SpillTools:
             (default 2,000, or a quarter of the page cap if smaller; at most half of it).
         max_column_bytes: Grep shows at most this many bytes of a matching line
             (default 400, or a quarter of the page cap if smaller; at most half of it).
-        read_name, grep_name, list_name: the tool names the model sees (and that the
-            continuation hints use); they must match the names the service's pointer
-            uses.
+        read_name, grep_name, list_name, query_name: the tool names the model sees
+            (and that the continuation hints use); they must match the names the
+            service's pointer uses.
         cross_session: allow reading and listing spills of other sessions.
 
     Raises:
@@ -136,6 +145,7 @@ class SpillTools:
         read_name: str = "read_spill",
         grep_name: str = "grep_spill",
         list_name: str = "list_spills",
+        query_name: str = "query_spill",
         cross_session: bool = False,
     ) -> None:
         if not isinstance(store, Store):
@@ -160,14 +170,15 @@ class SpillTools:
                 f"max_page_bytes ({max_page_bytes})",
                 field="max_column_bytes",
             )
-        names = (read_name, grep_name, list_name)
-        for field, name in zip(("read_name", "grep_name", "list_name"), names, strict=True):
+        names = (read_name, grep_name, list_name, query_name)
+        fields = ("read_name", "grep_name", "list_name", "query_name")
+        for field, name in zip(fields, names, strict=True):
             if not isinstance(name, str) or not name.isidentifier() or len(name) > 64:
                 raise ConfigError(
                     f"{field} must be an identifier of at most 64 characters; got {name!r}",
                     field=field,
                 )
-        if len(set(names)) != 3:
+        if len(set(names)) != len(names):
             raise ConfigError(f"tool names must differ; got {names}")
         if not isinstance(cross_session, bool):
             raise ConfigError("cross_session must be a bool", field="cross_session")
@@ -177,11 +188,17 @@ class SpillTools:
         self.max_line_bytes = max_line_bytes
         self.max_column_bytes = max_column_bytes
         self.cross_session = cross_session
-        self.names = ToolNames(read=read_name, grep=grep_name, list=list_name)
-        given = {"read_spill": read_name, "grep_spill": grep_name, "list_spills": list_name}
+        self.names = ToolNames(read=read_name, grep=grep_name, list=list_name, query=query_name)
+        given = {
+            "read_spill": read_name,
+            "grep_spill": grep_name,
+            "list_spills": list_name,
+            "query_spill": query_name,
+        }
         self.specs: dict[str, ToolSpec] = {given[spec.default_name]: spec for spec in SPECS}
         """Each tool's registry entry, by the name the model calls it."""
         self._metas: BoundedCache[str, SpillMeta] = BoundedCache(META_CACHE_SIZE)
+        self._queries = QueryWorker()
 
     def __repr__(self) -> str:
         return f"SpillTools({self.store!r}, session={self.session!r})"
@@ -189,7 +206,7 @@ class SpillTools:
     # ----------------------------------------------------------------- schemas
 
     def schemas(self, shape: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
-        """Return the three tools' JSON schemas for function calling.
+        """Return the tools' JSON schemas for function calling.
 
         Args:
             shape: ``"openai"`` (``{"type": "function", "function": {...}}``) or
@@ -279,6 +296,10 @@ class SpillTools:
             else:
                 metas = [self._meta(args.spill)]
             return Search(self, args, matcher, metas).run()
+        if isinstance(args, QueryArgs):
+            # Not the cached metadata: the worker may hold the document, so this stat is
+            # what notices a spill deleted or expired since.
+            return query_page(self, self._queries, self._meta(args.spill), args)
         assert isinstance(args, ListArgs)
         return list_page(self, args)
 
@@ -356,6 +377,35 @@ class SpillTools:
         return self._invoke(ListArgs, self.names.list, _arguments(ListArgs, locals()))
 
     alist = method_twin(list)
+
+    def query(
+        self,
+        spill: str,
+        expression: str,
+        *,
+        offset: int = 0,
+        limit: int = DEFAULT_QUERY_LIMIT,
+    ) -> ToolResult:
+        """Run a jq expression over a spill that holds JSON or JSON Lines.
+
+        Args:
+            spill: a spill id, or the path of a spill file in the store.
+            expression: a jq expression (JSON Lines: it runs on each line).
+            offset: results to skip (paging).
+            limit: results to show (1 to 1000; the page size bounds them too).
+
+        Returns:
+            A spill-exempt result: one compact JSON result per line, with its byte range
+            when it is a value of the document; ``is_error`` for requests the model
+            should fix (not JSON, saved in part, a bad or runaway expression).
+        """
+        return self._invoke(QueryArgs, self.names.query, _arguments(QueryArgs, locals()))
+
+    aquery = method_twin(query)
+
+    def close(self) -> None:
+        """Stop the query worker process, if one runs (the next query starts another)."""
+        self._queries.close()
 
     # ----------------------------------------------------------------- resolving
 

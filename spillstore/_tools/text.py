@@ -1,4 +1,4 @@
-"""The pieces the three tools share: their settings, text within a cap, error wording, results.
+"""The pieces the spill tools share: their settings, text within a cap, error wording, results.
 
 A page (Read, Grep or List) is rendered for one :class:`~spillstore.SpillTools`; it sees
 that object through :class:`ToolsView` (the store, the session, the names the model
@@ -43,11 +43,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ToolNames:
-    """The names the model calls the three tools by (the hints repeat them)."""
+    """The names the model calls the spill tools by (the hints repeat them)."""
 
     read: str
     grep: str
     list: str
+    query: str = "query_spill"
 
     def __iter__(self) -> Iterator[str]:
         """Every tool name."""

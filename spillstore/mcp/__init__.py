@@ -3,13 +3,13 @@
 Needs the official MCP SDK (2.x): ``pip install "spillstore[mcp]"``.
 
 **Spill server** (:func:`serve`, ``spillstore mcp serve``): an MCP server over
-stdio exposing ``read_spill``, ``grep_spill`` and ``list_spills`` (names configurable)
-with read-only annotations; results are plain text, not repeated as structured output.
+stdio exposing ``read_spill``, ``grep_spill``, ``list_spills`` and ``query_spill`` (names
+configurable) with read-only annotations; results are plain text, not repeated as structured output.
 
 **Proxy** (:class:`SpillProxy`, :func:`run_proxy`,
 ``spillstore mcp proxy [--max-bytes SIZE] [--session S] [--dir D] -- CMD ARGS``):
 launches the upstream MCP server as a subprocess, forwards its tools, resources,
-prompts and list-changed notifications, adds the three spill tools, and passes every
+prompts and list-changed notifications, adds the spill tools, and passes every
 ``tools/call`` result through :class:`~spillstore.TruncationService`. The upstream's
 stdout is read with :class:`StdioTransport`, a linear-time line reader (the SDK's stdio
 client is quadratic on one huge line). What is and is not forwarded, the structured

@@ -6,7 +6,7 @@ and serves, downstream, a low-level SDK ``Server`` that:
 
 - lists the upstream's tools, without their ``output_schema`` (any result may be
   rewritten; see :mod:`spillstore.mcp.convert` for structured content), plus
-  ``read_spill``/``grep_spill``/``list_spills`` (all three prefixed when an upstream
+  ``read_spill``/``grep_spill``/``list_spills``/``query_spill`` (all prefixed when an upstream
   tool already has one of their names);
 - passes every upstream ``tools/call`` result through
   :meth:`TruncationService.atruncate_for_model`: text and embedded text resources are
@@ -238,6 +238,7 @@ class SpillProxy:
                 read_name=names[0],
                 grep_name=names[1],
                 list_name=names[2],
+                query_name=names[3],
                 **tools_kwargs,
             )
             self._service = TruncationService(
@@ -246,6 +247,7 @@ class SpillProxy:
                 session=self.session_name,
                 read_tool=names[0],
                 grep_tool=names[1],
+                query_tool=names[3],
             )
             self._server = self._build_server(conn.init)
             self._exit = stack.pop_all()

@@ -1,9 +1,9 @@
 """The spill tools as MCP tools, and the stdio server that serves only them.
 
-Read/Grep/List (:class:`~spillstore._tools.spill_tools.SpillTools`) become MCP tools with read-only
-annotations. Their results are plain text: no ``structured_content`` (a copy of the text
-as structured output would double every page), and errors the model should act on are
-``is_error`` results, never protocol errors.
+Read/Grep/List/Query (:class:`~spillstore._tools.spill_tools.SpillTools`) become MCP tools
+with read-only annotations. Their results are plain text: no ``structured_content`` (a
+copy of the text as structured output would double every page), and errors the model
+should act on are ``is_error`` results, never protocol errors.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ async def aserve(
     read_name: str = "read_spill",
     grep_name: str = "grep_spill",
     list_name: str = "list_spills",
+    query_name: str = "query_spill",
     cross_session: bool = False,
 ) -> None:
     """Serve the spill tools over this process's stdin/stdout until stdin closes.
@@ -64,7 +65,7 @@ async def aserve(
         session: the session the tools read (default: ``settings.session``).
         settings: explicit settings (default: ``Settings()``).
         store: a store object to use instead of the one the settings name.
-        read_name, grep_name, list_name: the tool names.
+        read_name, grep_name, list_name, query_name: the tool names.
         cross_session: let the tools read and list other sessions' spills.
     """
     resolved = _settings(settings, {"dir": dir, "store": store_url, "session": session})
@@ -74,6 +75,7 @@ async def aserve(
         read_name=read_name,
         grep_name=grep_name,
         list_name=list_name,
+        query_name=query_name,
         cross_session=cross_session,
     )
     await serve_stdio(spill_server(tools))

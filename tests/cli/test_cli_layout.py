@@ -20,7 +20,7 @@ from spillstore._cli import recover
 from spillstore._tools.args import GrepArgs
 
 CLI_DIR = Path(cli_app.__file__).parent
-SPILL_COMMANDS = ("read", "grep", "ls", "show", "rm", "gc", "clean")
+SPILL_COMMANDS = ("read", "grep", "query", "ls", "show", "rm", "gc", "clean")
 JSON_COMMANDS = ("run", "ls", "show", "rm", "gc", "clean")
 CLIENT_COMMANDS = ("install", "uninstall", "status", "add")
 

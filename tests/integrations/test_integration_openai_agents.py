@@ -202,7 +202,7 @@ def test_wrapping_twice_caps_once_and_budgets_apply(memory_service: TruncationSe
 def test_spill_tools_have_schemas_and_answer_errors_as_text(memory_store: MemoryStore) -> None:
     """Read, Grep and List are FunctionTools with the spill schemas; bad arguments give text."""
     tools = spill_tools(tools=SpillTools(memory_store))
-    assert [t.name for t in tools] == ["read_spill", "grep_spill", "list_spills"]
+    assert [t.name for t in tools] == ["read_spill", "grep_spill", "list_spills", "query_spill"]
     assert all(isinstance(t, FunctionTool) for t in tools)
     assert "spill" in tools[0].params_json_schema["properties"]
     assert wrap_tools(tools) == tools  # never capped

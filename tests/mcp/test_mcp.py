@@ -153,7 +153,12 @@ async def test_spill_server_serves_read_only_plain_text_tools(mode: str) -> None
     server = spill_server(SpillTools(store))
     async with Client(server, mode=mode) as client:
         tools = (await client.list_tools()).tools
-        assert [tool.name for tool in tools] == ["read_spill", "grep_spill", "list_spills"]
+        assert [tool.name for tool in tools] == [
+            "read_spill",
+            "grep_spill",
+            "list_spills",
+            "query_spill",
+        ]
         for tool in tools:
             assert tool.annotations is not None and tool.annotations.read_only_hint is True
             assert tool.annotations.destructive_hint is False
@@ -173,10 +178,12 @@ async def test_spill_server_serves_read_only_plain_text_tools(mode: str) -> None
 @pytest.mark.anyio
 async def test_spill_server_tool_names_are_configurable() -> None:
     """Renamed tools are listed and callable under their new names."""
-    tools = SpillTools(MemoryStore(), read_name="Read", grep_name="Grep", list_name="List")
+    tools = SpillTools(
+        MemoryStore(), read_name="Read", grep_name="Grep", list_name="List", query_name="Query"
+    )
     async with Client(spill_server(tools)) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
-        assert names == ["Read", "Grep", "List"]
+        assert names == ["Read", "Grep", "List", "Query"]
         assert not (await client.call_tool("List", {})).is_error
 
 

@@ -566,22 +566,25 @@ def test_call_turns_bad_arguments_into_short_errors(arguments: object, expected:
 
 
 def test_call_unknown_tool_is_an_error_result() -> None:
-    """A tool name that is not one of the three is a short error listing the right names."""
+    """A tool name that is not a spill tool is a short error listing the right names."""
     result = SpillTools(MemoryStore()).call("rm_rf", {})
     assert result.is_error
     assert (
         text_of(result)
-        == 'unknown tool "rm_rf"; the spill tools are read_spill, grep_spill, list_spills'
+        == 'unknown tool "rm_rf"; the spill tools are read_spill, grep_spill, list_spills,'
+        " query_spill"
     )
 
 
 def test_schemas_in_both_shapes_with_configured_names() -> None:
     """Schemas come in the OpenAI and Anthropic shapes, with configurable names that calls use."""
-    tools = SpillTools(MemoryStore(), read_name="Read", grep_name="Grep", list_name="List")
+    tools = SpillTools(
+        MemoryStore(), read_name="Read", grep_name="Grep", list_name="List", query_name="Query"
+    )
     openai = tools.schemas("openai")
     anthropic = tools.schemas("anthropic")
-    assert [s["function"]["name"] for s in openai] == ["Read", "Grep", "List"]
-    assert [s["name"] for s in anthropic] == ["Read", "Grep", "List"]
+    assert [s["function"]["name"] for s in openai] == ["Read", "Grep", "List", "Query"]
+    assert [s["name"] for s in anthropic] == ["Read", "Grep", "List", "Query"]
     for o, a in zip(openai, anthropic, strict=True):
         assert o["type"] == "function"
         assert o["function"]["parameters"] == a["input_schema"]
@@ -604,7 +607,7 @@ def test_schemas_in_both_shapes_with_configured_names() -> None:
         '"x" is not a spill id or a spill path; call List to see the spills'
     )
     assert text_of(tools.call("read_spill", {"spill": "x"})) == (
-        'unknown tool "read_spill"; the spill tools are Read, Grep, List'
+        'unknown tool "read_spill"; the spill tools are Read, Grep, List, Query'
     )
 
 

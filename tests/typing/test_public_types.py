@@ -91,6 +91,9 @@ def test_async_api_types() -> None:
         assert_type(await tools.aread(meta.spill_id, offset=2, limit=5), ToolResult)
         assert_type(await tools.agrep("output", meta.spill_id), ToolResult)
         assert_type(await tools.alist(), ToolResult)
+        assert_type(await tools.aquery(meta.spill_id, "."), ToolResult)
+        assert_type(tools.query(meta.spill_id, ".", offset=0, limit=5), ToolResult)
+        tools.close()
 
         accumulator = service.accumulator(tool_name="shell", tool_call_id="c3")
         await accumulator.awrite(BIG)

@@ -13,6 +13,9 @@ Tools:
 - ``structured(size, wrapped=false)``: a tool with an output schema; ``size`` bytes of
   text, and structured content ``{"lines": N, "text": ...}`` (or, with ``wrapped``,
   ``{"result": <the same text>}`` as ``MCPServer`` makes for ``-> str`` tools);
+- ``users(count, structured=false)``: the JSON document ``{"total": count, "items":
+  [{id, name, email, tags, score}, ...]}`` (:func:`make_users`) as text, or (with
+  ``structured``) a one-line text and the document as structured content;
 - ``fails(size)``: an ``is_error`` result of ``size`` bytes;
 - ``crash(code=3)``: the process exits at once;
 - ``sleep(seconds)``: answers after ``seconds``;
@@ -34,6 +37,7 @@ Options: ``--clash`` adds a tool named ``read_spill`` (to test the proxy's prefi
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 import time
@@ -63,6 +67,21 @@ def make_text(size: int, line_bytes: int = 100, char: str = "x") -> str:
     return body + filler
 
 
+def make_users(count: int) -> dict[str, Any]:
+    """A document shaped like a big API listing: ``count`` users, ``user<i>`` by name."""
+    items = [
+        {
+            "id": i,
+            "name": f"user{i}",
+            "email": f"user{i}@example.com",
+            "tags": ["a", "b"],
+            "score": i * 0.5,
+        }
+        for i in range(count)
+    ]
+    return {"total": count, "items": items}
+
+
 def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required or []}
 
@@ -82,6 +101,11 @@ TOOLS = [
         input_schema=_schema({"text": {"type": "string"}}, ["text"]),
     ),
     types.Tool(name="mixed", description="Mixed blocks.", input_schema=_schema({"size": SIZE})),
+    types.Tool(
+        name="users",
+        description="A JSON listing of users.",
+        input_schema=_schema({"count": SIZE, "structured": {"type": "boolean"}}, ["count"]),
+    ),
     types.Tool(
         name="structured",
         description="Structured output.",
@@ -176,6 +200,13 @@ async def call_tool(
             else {"lines": body.count("\n"), "text": body[:20]}
         )
         return types.CallToolResult(content=[text(body)], structured_content=structured)
+    if name == "users":
+        document = make_users(args["count"])
+        if args.get("structured"):
+            return types.CallToolResult(
+                content=[text(f"{args['count']} users")], structured_content=document
+            )
+        return types.CallToolResult(content=[text(json.dumps(document))])
     if name == "fails":
         return types.CallToolResult(content=[text(make_text(args.get("size", 10)))], is_error=True)
     if name == "crash":

@@ -1,0 +1,173 @@
+"""Benchmark: JSON spills: query_spill vs the jq command line, the shape vs json.loads.
+
+Run:  .venv/bin/python -m benchmarks.bench_json [--quick]
+
+Side by side in one run (design: the machine is shared, so only ratios mean anything):
+
+- the needle query ``.items[] | select(.name == "NEEDLE")`` on a ~6.9 MB document and
+  (without ``--quick``) on a ~100 MB one: ``query_spill`` first call (a new worker: it
+  starts, gets the document and parses it) and second call (the worker kept the
+  document), against ``jq -c`` on the same file (``apt-get install jq``; only the
+  benchmark needs it) and against ``json.loads`` plus a Python loop;
+- the tool output's size for the needle (target <= 2 KB) and its byte range read back;
+- peak RSS of the query worker (``VmHWM``) against the document's size (target <= 4x);
+- the shape summary (:func:`~spillstore._core.json_shape.json_shape`) against a plain
+  ``json.loads`` of the same text (target <= 1.0x);
+- the non-JSON path: ``truncate_for_model`` on a text log with JSON detection, and with
+  detection switched off (the service before this change), interleaved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks._timing import fmt, machine, side_by_side
+from spillstore import LocalStore, MemoryStore, Settings, SpillTools, TruncationService
+from spillstore._core.json_shape import json_shape
+from spillstore._service import decide
+from tests.mcp.mcp_servers.big import make_users
+
+
+def document(count: int) -> str:
+    """``{"total": N, "items": [...]}`` with N users as one line (about 100 bytes each):
+    the upstream test server's listing (``tests/mcp/mcp_servers/big.py``)."""
+    return json.dumps(make_users(count), separators=(",", ":"))
+
+
+def worker_peak_rss(tools: SpillTools) -> int:
+    """The query worker's peak resident set (bytes), from /proc."""
+    proc = tools._queries._proc  # a benchmark looks inside
+    assert proc is not None
+    with open(f"/proc/{proc.pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def query_figures(label: str, text: str, rounds: int, root: str) -> None:
+    """Time the needle query every way, side by side."""
+    data = text.encode()
+    path = os.path.join(root, "doc.json")
+    with open(path, "wb") as f:
+        f.write(data)
+    count = json.loads(text)["total"]
+    needle = f"user{count - 1}"
+    expression = f'.items[] | select(.name == "{needle}")'
+    store = MemoryStore()
+    spill = store.put(
+        data, session="default", tool_name="fetch", tool_call_id="c1", retention_bytes=None
+    ).spill_id
+    tools = SpillTools(store)
+    jq_cli = shutil.which("jq")
+
+    def first() -> None:
+        tools.close()  # a new worker: it starts, loads and parses the document
+        assert not tools.query(spill, expression).is_error
+
+    def second() -> None:
+        assert not tools.query(spill, expression).is_error
+
+    def cli() -> None:
+        assert jq_cli is not None
+        subprocess.run([jq_cli, "-c", expression, path], check=True, capture_output=True)
+
+    def python_loads() -> None:
+        with open(path, "rb") as f:
+            loaded = json.loads(f.read())
+        assert [i for i in loaded["items"] if i["name"] == needle]
+
+    fns = {
+        "query_spill first": first,
+        "query_spill second": second,
+        "json.loads + loop": python_loads,
+    }
+    if jq_cli:
+        fns["jq -c (CLI)"] = cli
+    times = side_by_side(fns, rounds=rounds)
+    result = tools.query(spill, expression)
+    page = result.content[0].text  # type: ignore[union-attr]
+    peak = worker_peak_rss(tools)
+    tools.close()
+    print(f"\n{label}: {len(data):,} bytes, {count:,} items, {rounds} rounds (median)")
+    base = times.get("jq -c (CLI)")
+    for name, seconds in times.items():
+        ratio = f"   {seconds / base:.2f}x jq" if base else ""
+        print(f"  {name:<22} {fmt(seconds):>10}{ratio}")
+    speedup = times["query_spill first"] / times["query_spill second"]
+    print(f"  second query is {speedup:.2f}x faster than the first (target >= 3x)")
+    print(f"  tool output for the needle: {len(page.encode())} bytes (target <= 2048)")
+    print(f"  query worker peak RSS: {peak / 1e6:.0f} MB = {peak / len(data):.2f}x the document")
+
+
+def shape_figures(label: str, text: str, rounds: int) -> None:
+    """The shape summary against a plain json.loads of the same text."""
+    times = side_by_side(
+        {"json.loads": lambda: json.loads(text), "json_shape": lambda: json_shape([text], 2048)},
+        rounds=rounds,
+    )
+    ratio = times["json_shape"] / times["json.loads"]
+    print(
+        f"\nshape of {label}: json.loads {fmt(times['json.loads'])}, json_shape "
+        f"{fmt(times['json_shape'])} = {ratio:.2f}x (target <= 1.0x)"
+    )
+
+
+def non_json_figures(size: int, rounds: int, root: str) -> None:
+    """truncate_for_model on a text log, JSON detection on and off, interleaved."""
+    text = "".join(f"{n:08d} INFO request served in 12ms\n" for n in range(size // 40))
+    service = TruncationService(
+        LocalStore(os.path.join(root, "store")), Settings(retention_bytes=None)
+    )
+    counter = [0]
+    real = decide.json_shape
+
+    def run(detect: bool) -> None:
+        decide.json_shape = real if detect else (lambda texts, budget: None)  # type: ignore[assignment]
+        counter[0] += 1
+        result = service.truncate_for_model(text, tool_name="bash", tool_call_id=f"c{counter[0]}")
+        assert result.spill is not None and result.spill.spill_id is not None
+        service.store.delete(result.spill.spill_id)
+
+    try:
+        times = side_by_side(
+            {"detection off": lambda: run(False), "detection on": lambda: run(True)},
+            rounds=rounds,
+        )
+    finally:
+        decide.json_shape = real
+    ratio = times["detection on"] / times["detection off"]
+    print(f"\nnon-JSON path, a {len(text.encode()):,}-byte log through truncate_for_model:")
+    print(
+        f"  detection off {fmt(times['detection off'])}, on {fmt(times['detection on'])}"
+        f" = {ratio:.3f}x"
+    )
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}")
+    root = tempfile.mkdtemp(prefix="spillstore-bench-json-")
+    started = time.perf_counter()
+    try:
+        small = document(72_000)
+        query_figures("needle, ~6.9 MB document", small, 5, root)
+        shape_figures("the ~6.9 MB document", small, 5)
+        non_json_figures(10_000_000, 7, root)
+        if not quick:
+            big = document(1_000_000)
+            query_figures("needle, ~100 MB document", big, 1, root)
+            shape_figures("the ~100 MB document", big, 1)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"\n(total {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""The shape of a JSON or JSON Lines output, for the pointer. Pure: no I/O.
+
+A model that sees only the first 4 KB of a 7 MB document cannot tell what it holds; a
+few lines of shape can: the top-level type and keys, array lengths, and for arrays of
+objects the union of their keys, each with its type and one short example::
+
+    JSON object, 2 keys:
+      total: int (60000)
+      items: array[60000] of {id: int (0), name: str ("user0"), tags: array[2] of str ("a")}
+
+A key missing from some objects is marked ``?``; values of several types show them all
+(``int | null``). The text is deterministic (keys in first-seen order) and bounded:
+deep structures are cut at :data:`MAX_DEPTH`, wide ones after :data:`MAX_KEYS` keys
+(with a count), and the whole summary at the byte budget it is given.
+
+Detection is :func:`~spillstore._core.json_doc.looks_like_json` first (one byte), then a
+strict parse of the whole text; the output itself is never changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from spillstore._core.json_doc import looks_like_json
+from spillstore._core.utf8 import head, utf8_size
+
+__all__ = ["MAX_DEPTH", "MAX_KEYS", "JsonShape", "json_shape", "shape_of_values"]
+
+MAX_DEPTH = 4
+"""Containers nested deeper than this are shown by their size only."""
+
+MAX_KEYS = 24
+"""Keys shown per object before the rest are counted."""
+
+EXAMPLE_BYTES = 24
+"""The most bytes of an example value."""
+
+
+@dataclass(frozen=True, slots=True)
+class JsonShape:
+    """The shape lines of a JSON output, and a jq expression worth trying on it."""
+
+    lines: tuple[str, ...]
+    example: str
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_JQ_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+_KINDS = ("null", "bool", "int", "float", "str", "array", "object")
+
+
+def _reject(name: str) -> Any:
+    raise ValueError(name)
+
+
+_KIND_OF_TYPE: dict[type, str] = {
+    type(None): "null",
+    bool: "bool",
+    int: "int",
+    float: "float",
+    str: "str",
+    list: "array",
+    dict: "object",
+}
+
+
+def _example(value: object) -> str:
+    shown = json.dumps(value, ensure_ascii=False)
+    if utf8_size(shown) > EXAMPLE_BYTES:
+        shown = head(shown, EXAMPLE_BYTES - 3) + "..."
+    return shown
+
+
+def _key(name: str) -> str:
+    return name if name.isidentifier() else json.dumps(name, ensure_ascii=False)
+
+
+def shape_of_values(values: Sequence[Any], depth: int = 0) -> str:
+    """The shape of a column of values (an array's items, a key's values in objects)."""
+    types = set(map(type, values))
+    if len(types) == 1:
+        groups = {_KIND_OF_TYPE[types.pop()]: list(values)}
+    else:
+        groups = {}
+        for value in values:
+            groups.setdefault(_KIND_OF_TYPE[type(value)], []).append(value)
+    parts = []
+    for kind in _KINDS:
+        group = groups.get(kind)
+        if group is None:
+            continue
+        if kind == "array":
+            parts.append(_array_shape(group, depth))
+        elif kind == "object":
+            parts.append(_object_shape(group, depth))
+        elif kind == "null":
+            parts.append("null")
+        else:
+            parts.append(f"{kind} ({_example(group[0])})")
+    return " | ".join(parts) if parts else "nothing"
+
+
+def _array_shape(arrays: list[list[Any]], depth: int) -> str:
+    low, high = min(map(len, arrays)), max(map(len, arrays))
+    size = f"{low}" if low == high else f"{low}..{high}"
+    if high == 0:
+        return "array[0]"
+    if depth >= MAX_DEPTH:
+        return f"array[{size}]"
+    items = list(chain.from_iterable(arrays))
+    inner = shape_of_values(items, depth + 1)
+    return f"array[{size}] of ({inner})" if " | " in inner else f"array[{size}] of {inner}"
+
+
+def _object_shape(objects: list[dict[str, Any]], depth: int) -> str:
+    keys = list(dict.fromkeys(chain.from_iterable(objects)))
+    if not keys:
+        return "{}"
+    if depth >= MAX_DEPTH:
+        return f"{{{len(keys)} keys}}"
+    return "{" + ", ".join(_members(objects, keys, depth)) + "}"
+
+
+def _members(objects: list[dict[str, Any]], keys: list[str], depth: int) -> list[str]:
+    shown = []
+    for key in keys[:MAX_KEYS]:
+        column = [obj[key] for obj in objects if key in obj]
+        optional = "?" if len(column) < len(objects) else ""
+        shown.append(f"{_key(key)}{optional}: {shape_of_values(column, depth + 1)}")
+    if len(keys) > MAX_KEYS:
+        shown.append(f"... {len(keys) - MAX_KEYS} more keys")
+    return shown
+
+
+def _lines(values: Sequence[Any], title: str) -> list[str]:
+    if len(values) == 1 and isinstance(values[0], dict) and values[0]:
+        obj = values[0]
+        return [f"{title} object, {len(obj)} keys:"] + [
+            f"  {line}" for line in _members([obj], list(obj), 0)
+        ]
+    return [f"{title} {shape_of_values(values)}"]
+
+
+def _fit(lines: Iterable[str], budget: int) -> list[str]:
+    """The lines within ``budget`` bytes; a cut line ends in ``...``, cut lines are counted."""
+    out: list[str] = []
+    lines = list(lines)
+    used = 0
+    for index, line in enumerate(lines):
+        room = budget - used - 40  # keep room for the count of lines left out
+        if room <= 0:
+            out.append(f"  ... {len(lines) - index} more lines")
+            break
+        if utf8_size(line) > room:
+            line = head(line, room - 4) + " ..."  # noqa: PLW2901 - cut to fit
+        out.append(line)
+        used += utf8_size(line) + 1
+    return out
+
+
+def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
+    """The shape of an output held as text parts, in at most ``budget`` bytes; None when
+    the output is not one JSON value or JSON Lines. Of several parts, the last one is
+    looked at (an MCP result's structured content is appended as its last part).
+
+    Costs nothing for text whose first character cannot start JSON, and little for
+    text whose first value is followed by more on its line (a log line starting with a
+    number); otherwise one strict parse of the text (``NaN`` and ``Infinity`` are not
+    JSON) and one pass over the values.
+    """
+    if not texts or not looks_like_json(texts[-1][:64]):
+        return None
+    text = texts[-1]
+    title = "JSON" if len(texts) == 1 else "Its last part (structured content): JSON"
+    decoder = json.JSONDecoder(parse_constant=_reject)
+    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    try:
+        value, end = decoder.raw_decode(text, start)
+    except ValueError:
+        return None  # not even the first value parses: a log, prose
+    after = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+    if after == len(text):
+        lines = _lines([value], title)
+        return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(value))
+    if len(texts) > 1 or "\n" in text[start:end] or text[end:after].count("\n") == 0:
+        return None  # the first line holds more than one value: not JSON Lines
+    values = _json_lines(decoder, text)
+    if values is None or len(values) < 2:
+        return None
+    lines = [f"JSON Lines, {len(values)} values, each: {shape_of_values(values)}"]
+    return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(values[0]))
+
+
+def _json_lines(decoder: json.JSONDecoder, text: str) -> list[Any] | None:
+    """The value of each non-blank line, or None at the first line that is not JSON."""
+    values = []
+    line_start = 0
+    while line_start < len(text):
+        line_end = text.find("\n", line_start)
+        if line_end < 0:
+            line_end = len(text)
+        line = text[line_start:line_end]
+        if line.strip():
+            try:
+                values.append(decoder.decode(line))
+            except ValueError:
+                return None
+        line_start = line_end + 1
+    return values
+
+
+def _example_expression(value: object) -> str:
+    """A jq expression that shows a first item: ``.items[0]``, ``.[0]`` or ``keys``."""
+    if isinstance(value, list):
+        return ".[0]" if value else "length"
+    if isinstance(value, dict):
+        for key, member in value.items():
+            if isinstance(member, list) and member:
+                plain = _JQ_NAME.fullmatch(key)
+                step = f".{key}" if plain else f".[{json.dumps(key, ensure_ascii=False)}]"
+                return f"{step}[0]"
+        return "keys"
+    return "."
+
+
+def _clean(lines: list[str]) -> list[str]:
+    """Lines that are strict UTF-8 (a key or value may hold a lone surrogate)."""
+    return [line.encode("utf-8", "replace").decode("utf-8") for line in lines]

@@ -1,0 +1,440 @@
+"""The jq worker: a child process that runs model-written jq programs, and can be killed.
+
+The jq binding cannot be interrupted (a program such as ``repeat(.)`` or ``def f: f; f``
+never returns control to Python), so programs run in a separate process. Before each
+query the child limits its own CPU time (``RLIMIT_CPU``: the kernel ends it when the
+query overruns) and its address space (``RLIMIT_AS``: a program that builds a huge value
+fails inside the child instead of growing it without bound); the parent also kills it
+when a query overruns its wall time: ``max_seconds`` (2 s), plus the time jq may take to
+parse the document, counted :data:`WALL_FACTOR` times over (a busy machine shares its
+cores), plus :data:`START_SECONDS` for an exchange that starts the child. The child
+starts with an empty environment (jq's ``env`` and ``$ENV`` show nothing of the host) in
+``/``.
+
+The child keeps the documents it was sent (:class:`~spillstore._core.json_doc.JsonDoc`:
+the decoded text, its kind and the member index of every container a path walked
+through), least recently used first out, up to :data:`CACHE_BYTES`; a second query on a
+spill sends only the expression.
+
+Messages are pickles with an 8-byte length, both ways, between this module's two halves
+(:class:`QueryWorker` in the parent, :func:`main` in the child).
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import math
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from spillstore._core.json_doc import JsonDoc, NotJson, parse_doc
+from spillstore._errors import SpillstoreError
+
+__all__ = ["CACHE_BYTES", "Found", "QueryFailed", "QueryWorker", "Results", "main"]
+
+CACHE_BYTES = 512 * 1024 * 1024
+"""The most document bytes the worker keeps parsed between queries."""
+
+CACHE_ENTRIES = 16
+"""The most documents the worker keeps."""
+
+MEMORY_FLOOR = 512 * 1024 * 1024
+"""The least address space a query may add to the worker."""
+
+MEMORY_PER_BYTE = 16
+"""A query may add this many bytes of address space per document byte: jq holds a parsed
+document in about 8-14 times its size (the jq 1.6 command line peaks at 8.4x on a
+100 MB listing)."""
+
+PARSE_BYTES_PER_SECOND = 2_000_000
+"""A query gets a second more of CPU time per this many document bytes: jq parses the
+document on every query (a path query on 111 MB took 11 s of CPU here, the first one
+also indexes the containers it walks), twice when the expression is not a path
+expression."""
+
+WALL_FACTOR = 4
+"""The wall time a document's parse may take, in multiples of its CPU time: a busy
+machine shares its cores, so a query that is not hostile may wait its turn."""
+
+START_SECONDS = 10.0
+"""More wall time for an exchange that starts the child (an interpreter and jq load)."""
+
+_HEADER = struct.Struct("<Q")
+
+_LABEL_BYTES = 64
+"""Counted per result for its label on the page (``12. line 3, bytes [a, b): ``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One query result: compact JSON (cut to a cap), its size, where it came from.
+
+    Attributes:
+        text: the value as compact JSON, at most the result cap (cut at a character).
+        size: the UTF-8 size of the whole compact JSON.
+        byte_range: the value's ``[start, end)`` in the spill, for a value that is
+            in the document (a path expression), else ``None``.
+        line: the value's 1-based line for JSON Lines, else ``None``.
+    """
+
+    text: str
+    size: int
+    byte_range: tuple[int, int] | None
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    """A page of results; ``more``: the program had results past this page; ``paths``:
+    the expression is a path expression (results carry byte ranges); ``skipped_lines``:
+    lines of a JSON Lines spill that hold no JSON object or array."""
+
+    found: list[Found]
+    more: bool
+    kind: str
+    paths: bool
+    skipped_lines: int
+
+
+class QueryFailed(SpillstoreError):
+    """A query ended without results: ``kind`` is syntax, runtime, notjson, time or memory."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(kind, message)
+        self.kind = kind
+        self.message = message
+
+
+# --------------------------------------------------------------------------- the parent
+
+
+class QueryWorker:
+    """The parent's handle on one worker process (started on first use, restarted after
+    a kill). One query at a time; thread-safe."""
+
+    def __init__(self, *, max_seconds: float = 2.0) -> None:
+        self.max_seconds = max_seconds
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize[Any, QueryWorker] | None = None
+
+    @staticmethod
+    def available() -> bool:
+        """Whether the jq package is installed."""
+        return importlib.util.find_spec("jq") is not None
+
+    def close(self) -> None:
+        """Stop the worker (it is started again on the next query)."""
+        with self._lock:
+            self._stop()
+
+    def query(
+        self,
+        key: str,
+        size: int,
+        load: Any,
+        expression: str,
+        *,
+        skip: int,
+        limit: int,
+        max_result_bytes: int,
+        max_total_bytes: int,
+    ) -> Results:
+        """Run ``expression`` on the document ``key`` of ``size`` bytes.
+
+        ``load()`` gives the document's bytes when the worker does not hold it. The
+        query may take ``max_seconds`` of CPU time, plus a second per
+        :data:`PARSE_BYTES_PER_SECOND` bytes of document (jq parses it each time); in
+        wall time, ``max_seconds`` plus :data:`WALL_FACTOR` times that parse allowance.
+
+        Raises:
+            QueryFailed: the query ended without results (the reason is in it).
+        """
+        seconds = self.max_seconds + size / PARSE_BYTES_PER_SECOND
+        request = (
+            "query",
+            key,
+            expression,
+            skip,
+            limit,
+            max_result_bytes,
+            max_total_bytes,
+            seconds,
+        )
+        wall = self.max_seconds + WALL_FACTOR * (seconds - self.max_seconds)
+        with self._lock:
+            reply = self._exchange(request, wall)
+            if reply[0] == "missing":
+                reply = self._exchange(("load", key, load()), WALL_FACTOR * seconds)
+                if reply[0] == "error":
+                    raise QueryFailed(reply[1], reply[2])
+                reply = self._exchange(request, wall)
+        if reply[0] == "error":
+            raise QueryFailed(reply[1], reply[2])
+        _, found, more, kind, paths, skipped = reply
+        return Results([Found(*item) for item in found], more, kind, paths, skipped)
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        here = os.path.abspath(__file__)  # .../spillstore/_tools/query_worker.py
+        root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "spillstore._tools.query_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={"PYTHONPATH": root},
+            cwd="/",
+            close_fds=True,
+        )
+        self._proc = proc
+        self._finalizer = weakref.finalize(self, _kill, proc)
+        return proc
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            _kill(self._proc)
+            self._proc = None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+
+    def _exchange(self, message: tuple[Any, ...], seconds: float) -> Any:
+        """Send ``message`` and read the reply within ``seconds`` of wall time (the child
+        is killed past it)."""
+        starting = self._proc is None or self._proc.poll() is not None
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        deadline = time.monotonic() + seconds + (START_SECONDS if starting else 0.0)
+        try:
+            payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+            proc.stdin.flush()
+            del payload
+            header = _read_exactly(proc.stdout.fileno(), _HEADER.size, deadline)
+            (size,) = _HEADER.unpack(header)
+            return pickle.loads(_read_exactly(proc.stdout.fileno(), size, deadline))  # noqa: S301 - our child
+        except TimeoutError:
+            self._stop()
+            raise QueryFailed(
+                "time", f"the query ran longer than {seconds:.1f} s and was stopped"
+            ) from None
+        except (OSError, EOFError, struct.error, pickle.UnpicklingError):
+            code = proc.wait()
+            self._stop()
+            if code == -signal.SIGXCPU:
+                raise QueryFailed(
+                    "time", f"the query ran longer than {seconds:.1f} s and was stopped"
+                ) from None
+            raise QueryFailed(
+                "memory",
+                "the query needed more memory than it may use (or crashed the jq worker"
+                f"{'' if code is None else f', exit status {code}'})",
+            ) from None
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
+    chunks: list[bytes] = []
+    while size:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            raise TimeoutError
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+
+
+# --------------------------------------------------------------------------- the child
+
+
+class _Child:
+    """The worker's state: the documents it holds, least recently used first."""
+
+    def __init__(self) -> None:
+        self.docs: collections.OrderedDict[str, JsonDoc] = collections.OrderedDict()
+
+    def handle(self, message: tuple[Any, ...]) -> tuple[Any, ...]:
+        if message[0] == "load":
+            _, key, data = message
+            doc = parse_doc(data)
+            if isinstance(doc, NotJson):
+                return ("error", "notjson", doc.reason)
+            self.docs[key] = doc
+            while len(self.docs) > 1 and (
+                len(self.docs) > CACHE_ENTRIES
+                or sum(d.total_bytes for d in self.docs.values()) > CACHE_BYTES
+            ):
+                self.docs.popitem(last=False)
+            return ("loaded",)
+        _, key, expression, skip, limit, max_result, max_total, seconds = message
+        found = self.docs.get(key)
+        if found is None:
+            return ("missing",)
+        self.docs.move_to_end(key)
+        _bound(found.total_bytes, seconds)
+        ask = _Ask(expression, skip, limit, max_result, max_total)
+        try:
+            return _run(found, ask)
+        except MemoryError:
+            return ("error", "memory", "the query needed more memory than it may use")
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One query, as the child runs it."""
+
+    expression: str
+    skip: int
+    limit: int
+    max_result_bytes: int
+    max_total_bytes: int
+
+
+def _run(doc: JsonDoc, ask: _Ask) -> tuple[Any, ...]:
+    """Run ``ask`` as a path expression (values with ranges), else as it is (values)."""
+    import jq  # type: ignore[import-not-found]  # noqa: PLC0415 - only the child loads it
+
+    try:
+        plain = jq.compile(ask.expression)
+    except ValueError as exc:
+        return ("error", "syntax", str(exc))
+    try:
+        located = jq.compile(f"path(\n{ask.expression}\n) as $p | [$p, getpath($p)]")
+    except ValueError:
+        located = None
+    if located is not None:
+        try:
+            return _collect(doc, located, ask, paths=True)
+        except ValueError as exc:
+            if "Invalid path expression" not in str(exc):
+                return _failed(exc)
+    try:
+        return _collect(doc, plain, ask, paths=False)
+    except ValueError as exc:
+        return _failed(exc)
+
+
+def _failed(exc: ValueError) -> tuple[str, str, str]:
+    """A jq failure: its parser refused the document (it reads JSON more strictly than
+    Python's, e.g. a lone surrogate escape), or the program failed."""
+    message = str(exc)
+    if message.removeprefix("line ").lstrip("0123456789: ").startswith("parse error"):
+        return ("error", "notjson", f"jq cannot parse it: {message[:200]}")
+    return ("error", "runtime", message)
+
+
+def _collect(doc: JsonDoc, program: Any, ask: _Ask, *, paths: bool) -> tuple[Any, ...]:
+    """The page of results: skip ``ask.skip``, then up to the limit and the byte cap."""
+    found: list[tuple[str, int, tuple[int, int] | None, int | None]] = []
+    seen = total = 0
+    for root, (line, _, _) in enumerate(doc.roots):
+        text = doc.text if doc.kind == "json" else doc.root_text(root)
+        try:
+            for value in program.input_text(text):
+                seen += 1
+                if seen <= ask.skip:
+                    continue
+                if len(found) >= ask.limit or total >= ask.max_total_bytes:
+                    return ("results", found, True, doc.kind, paths, doc.skipped_lines)
+                byte_range = None
+                if paths:
+                    path, value = value  # noqa: PLW2901 - the pair [path, value]
+                    byte_range = doc.locate(root, path)
+                dumped = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+                size = len(dumped.encode("utf-8", "replace"))
+                shown = _cut(dumped, ask.max_result_bytes)
+                total += len(shown.encode("utf-8", "replace")) + _LABEL_BYTES
+                found.append((shown, size, byte_range, line if doc.kind == "ndjson" else None))
+        except ValueError as exc:
+            if doc.kind == "ndjson" and "Invalid path expression" not in str(exc):
+                raise ValueError(f"line {line}: {exc}") from None
+            raise
+    return ("results", found, False, doc.kind, paths, doc.skipped_lines)
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= max_bytes:
+        return text
+    return raw[:max_bytes].decode("utf-8", "ignore")
+
+
+def _bound(doc_bytes: int, seconds: float) -> None:
+    """Limit this process's CPU time to ``seconds`` more, and its address space."""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+    except ImportError:  # pragma: no cover - the parent's wall-time kill is the bound
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = usage.ru_utime + usage.ru_stime
+    # Whole seconds only: round down, so the query gets at most ``seconds`` (and at least
+    # a little more than half a second).
+    cpu_limit = max(math.floor(used + seconds), math.ceil(used + 0.5))
+    _, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if cpu_hard == resource.RLIM_INFINITY or cpu_limit < cpu_hard:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_hard))
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # pragma: no cover - no /proc: no address-space limit
+        return
+    allowed = current + max(MEMORY_FLOOR, MEMORY_PER_BYTE * doc_bytes)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        allowed = min(allowed, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (allowed, hard))
+
+
+def main() -> None:
+    """The child's loop: read a message, answer it, until stdin closes."""
+    if importlib.util.find_spec("jq") is not None:
+        importlib.import_module("jq")  # loaded while starting, not in a query's time
+    child = _Child()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        header = stdin.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        (size,) = _HEADER.unpack(header)
+        message = pickle.loads(stdin.read(size))  # noqa: S301 - from our parent
+        try:
+            reply = child.handle(message)
+        except MemoryError:
+            reply = ("error", "memory", "the query needed more memory than it may use")
+        except Exception as exc:  # the parent reports it; the worker goes on
+            reply = ("error", "runtime", f"{type(exc).__name__}: {exc}"[:300])
+        payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        stdout.write(_HEADER.pack(len(payload)) + payload)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
