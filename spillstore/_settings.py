@@ -34,13 +34,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Literal, Self, overload
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from spillstore._core.checks import shown
 from spillstore._errors import ConfigError
 
 __all__ = [
+    "MAX_INLINE_BYTES",
+    "MAX_STORED_BYTES",
     "MIN_BUDGET_BYTES",
     "MIN_MAX_LINE_BYTES",
     "MIN_RETENTION_BYTES",
@@ -66,7 +69,15 @@ MIN_MAX_LINE_BYTES: Final = 80
 MIN_RETENTION_BYTES: Final = 4_096
 """The smallest retention cap accepted (when the cap is on)."""
 
+MAX_INLINE_BYTES: Final = 1024**3
+"""The largest budget, preview or line cut (1 GiB): such sizes are held in memory."""
+MAX_STORED_BYTES: Final = 1024**5
+"""The largest retention cap or retained tail accepted (1 PiB)."""
+
 _ENV_PREFIX: Final = "SPILLSTORE_"
+_STORED_FIELDS: Final = ("retention_bytes", "retained_tail_bytes")
+_OFF_FIELDS: Final = ("max_line_bytes", "retention_bytes")
+_SIZE_FIELDS: Final = ("max_bytes", "head_bytes", "tail_bytes", "retained_tail_bytes", *_OFF_FIELDS)
 
 _SIZE_UNITS: Final[Mapping[str, int]] = {
     "": 1,
@@ -104,7 +115,7 @@ def field_label(field: str) -> str:
 def _size_error(value: object, *, allow_off: bool, hint: str | None = None) -> ConfigError:
     """Build the error for a value :func:`parse_size` refuses."""
     expected = _SIZE_EXPECTED + (', or "off" to turn the cap off' if allow_off else "")
-    message = f"{expected}; got {value!r}"
+    message = f"{expected}; got {shown(value)}"
     return ConfigError(f"{message} ({hint})" if hint else message)
 
 
@@ -228,7 +239,7 @@ def parse_duration(value: object) -> float:
 
 def _duration_error(value: object, *, hint: str | None = None) -> ConfigError:
     """Build the error for a value :func:`parse_duration` refuses."""
-    message = f"{_DURATION_EXPECTED}; got {value!r}"
+    message = f"{_DURATION_EXPECTED}; got {shown(value)}"
     return ConfigError(f"{message} ({hint})" if hint else message)
 
 
@@ -284,7 +295,15 @@ def _describe(error: ErrorDetails) -> tuple[str, str | None]:
         return f"{field}: unknown setting", field
     if isinstance(cause, ConfigError):
         return f"{field_label(field)}: {cause}", field
-    return f"{field_label(field)}: {error['msg']}; got {error.get('input')!r}", field
+    return f"{field_label(field)}: {error['msg']}; got {shown(error.get('input'))}", field
+
+
+def _at_most(size: int | None, field: str | None) -> int | None:
+    """Return ``size`` unless it is over the largest value ``field`` accepts."""
+    maximum = MAX_STORED_BYTES if field in _STORED_FIELDS else MAX_INLINE_BYTES
+    if size is not None and size > maximum:
+        raise ConfigError(f"must be at most {maximum} bytes; got {shown(size)}")
+    return size
 
 
 def _check(condition: bool, field: str, message: str) -> None:
@@ -366,7 +385,7 @@ class Settings(BaseSettings):
             close = difflib.get_close_matches(unknown[0].lower(), fields, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(
-                f"unknown setting {unknown[0]!r}{hint}; known settings: {', '.join(fields)}"
+                f"unknown setting {shown(unknown[0])}{hint}; known settings: {', '.join(fields)}"
                 + (f"; also unknown: {', '.join(map(repr, unknown[1:]))}" if unknown[1:] else ""),
                 field=unknown[0],
             )
@@ -383,9 +402,11 @@ class Settings(BaseSettings):
         Raises:
             ConfigError: for a non-string or unknown key, or as the constructor does.
         """
+        if not isinstance(mapping, Mapping):
+            raise ConfigError(f"settings must be a mapping; got {shown(mapping)}")
         bad_keys = [key for key in mapping if not isinstance(key, str)]
         if bad_keys:
-            raise ConfigError(f"setting names must be strings; got {bad_keys[0]!r}")
+            raise ConfigError(f"setting names must be strings; got {shown(bad_keys[0])}")
         return cls(**mapping)
 
     @classmethod
@@ -400,17 +421,12 @@ class Settings(BaseSettings):
         """Keyword arguments beat the environment, which beats the defaults; nothing else."""
         return (init_settings, env_settings)
 
-    @field_validator("max_bytes", "head_bytes", "tail_bytes", "retained_tail_bytes", mode="before")
+    @field_validator(*_SIZE_FIELDS, mode="before")
     @classmethod
-    def _parse_size(cls, value: object) -> int:
-        """Parse a size that cannot be turned off."""
-        return parse_size(value)
-
-    @field_validator("max_line_bytes", "retention_bytes", mode="before")
-    @classmethod
-    def _parse_optional_size(cls, value: object) -> int | None:
-        """Parse a cap that ``"off"`` or ``None`` turns off."""
-        return parse_size(value, allow_off=True)
+    def _parse_size(cls, value: object, info: ValidationInfo) -> int | None:
+        """Parse a size; the caps ``"off"`` or ``None`` turn off are the optional fields."""
+        off = info.field_name in _OFF_FIELDS
+        return _at_most(parse_size(value, allow_off=off), info.field_name)
 
     @field_validator("dir", mode="before")
     @classmethod
@@ -421,11 +437,11 @@ class Settings(BaseSettings):
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
         if not isinstance(value, str):
-            raise ConfigError(f"must be a path; got {value!r}")
+            raise ConfigError(f"must be a path; got {shown(value)}")
         if not value.strip():
             raise ConfigError(
                 f"must be a non-empty path (unset {env_var_name('dir')} to use the default "
-                f"cache directory); got {value!r}"
+                f"cache directory); got {shown(value)}"
             )
         return Path(value)
 
@@ -436,7 +452,7 @@ class Settings(BaseSettings):
         if not isinstance(value, str) or _SESSION_NAME.fullmatch(value) is None or ".." in value:
             raise ConfigError(
                 "must be 1-64 characters from A-Z a-z 0-9 . _ -, starting with a letter "
-                f'or digit and not containing ".."; got {value!r}'
+                f'or digit and not containing ".."; got {shown(value)}'
             )
         return value
 

@@ -11,6 +11,8 @@ from pydantic import ValidationError
 
 from spillstore._errors import ConfigError
 from spillstore._settings import (
+    MAX_INLINE_BYTES,
+    MAX_STORED_BYTES,
     MIN_BUDGET_BYTES,
     MIN_MAX_LINE_BYTES,
     MIN_RETENTION_BYTES,
@@ -657,3 +659,50 @@ def test_parse_duration_too_long_for_a_float() -> None:
     """A duration too large for a float is refused rather than overflowing."""
     with pytest.raises(ConfigError, match="too long"):
         parse_duration(10**400)
+
+
+@pytest.mark.parametrize(
+    ("field", "maximum"),
+    [
+        ("max_bytes", MAX_INLINE_BYTES),
+        ("head_bytes", MAX_INLINE_BYTES),
+        ("tail_bytes", MAX_INLINE_BYTES),
+        ("max_line_bytes", MAX_INLINE_BYTES),
+        ("retention_bytes", MAX_STORED_BYTES),
+        ("retained_tail_bytes", MAX_STORED_BYTES),
+    ],
+)
+def test_absurd_sizes_are_refused_naming_the_field_and_the_largest_value(
+    field: str, maximum: int
+) -> None:
+    """A size over its field's maximum raises a ConfigError naming the field and the maximum."""
+    with pytest.raises(ConfigError) as info:
+        Settings(**{field: 2**63})
+    assert info.value.field == field
+    assert str(maximum) in str(info.value)
+
+
+def test_the_largest_inline_budget_is_accepted() -> None:
+    """The maximum itself is a valid budget (from an int or a human size)."""
+    assert Settings(max_bytes=MAX_INLINE_BYTES).max_bytes == MAX_INLINE_BYTES
+    assert Settings(max_bytes="1GiB").max_bytes == MAX_INLINE_BYTES
+    assert Settings(retention_bytes=MAX_STORED_BYTES).retention_bytes == MAX_STORED_BYTES
+
+
+@pytest.mark.parametrize(
+    "value",
+    [10**4000 - 1, "9" * 5000, "x" * 5000, 7 * 10**4999],
+    ids=["int", "digits", "word", "huge"],
+)
+def test_error_messages_echo_at_most_a_hundred_characters_of_a_bad_value(value: object) -> None:
+    """A huge bad value is echoed cut, with its length, never whole."""
+    with pytest.raises(ConfigError) as info:
+        Settings(max_bytes=value)
+    assert len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize("mapping", [[], None, "8192", 8192, [("max_bytes", 8192)]])
+def test_from_mapping_refuses_what_is_not_a_mapping(mapping: object) -> None:
+    """Settings.from_mapping raises ConfigError, not TypeError, for a list, None or a str."""
+    with pytest.raises(ConfigError, match="settings must be a mapping"):
+        Settings.from_mapping(mapping)  # type: ignore[arg-type]

@@ -10,7 +10,25 @@ import math
 
 from spillstore._errors import ConfigError
 
-__all__ = ["check_int", "check_number"]
+__all__ = ["MAX_SHOWN_CHARS", "check_int", "check_number", "shown"]
+
+MAX_SHOWN_CHARS = 100
+"""The most characters of a bad value an error message echoes."""
+
+
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters with a count.
+
+    A hostile value (a 5,000-digit number, a megabyte string) must not make the message
+    itself huge; ``int`` reprs past Python's digit limit are described, not raised.
+    """
+    try:
+        text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits()
+        return f"<{type(value).__name__} too large to show>"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
 
 
 def check_int(
@@ -36,7 +54,7 @@ def check_int(
     ):
         bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         none = " or None" if allow_none else ""
-        raise ConfigError(f"{name} must be an int {bounds}{none}; got {value!r}", field=name)
+        raise ConfigError(f"{name} must be an int {bounds}{none}; got {shown(value)}", field=name)
     return value
 
 
@@ -52,5 +70,5 @@ def check_number(name: str, value: object, *, minimum: float = 0.0) -> float:
         or math.isnan(value)
         or value < minimum
     ):
-        raise ConfigError(f"{name} must be a number >= {minimum:g}; got {value!r}", field=name)
+        raise ConfigError(f"{name} must be a number >= {minimum:g}; got {shown(value)}", field=name)
     return float(value)

@@ -23,6 +23,7 @@ from spillstore._core.utf8 import encode, head, tail
 __all__ = [
     "Preview",
     "SaveState",
+    "path_line",
     "plan_preview",
     "plan_preview_bytes",
     "quote_name",
@@ -48,6 +49,15 @@ def quote_name(name: str) -> str:
     """A tool name or call id made safe to quote: at most 64 bytes, printable, non-empty."""
     cut = head(name, MAX_NAME_BYTES)
     return "".join(ch if ch.isprintable() else "?" for ch in cut) or "?"
+
+
+def path_line(path: str) -> str:
+    """The line naming a spill's file: the path alone after the label, nothing glued to it.
+
+    A path ending a sentence gets the sentence's period copied into it by agents that
+    copy the path, so the path ends its own line instead.
+    """
+    return f"File: {path}"
 
 
 def count_newlines(texts: Sequence[str]) -> int:
@@ -216,7 +226,7 @@ def render_pointer(
         f" {total} bytes, {lines} lines, sha256 {sha256}.",
         f"Not shown: bytes [{start}, {end}), {format_lines(preview.elided_lines)}.",
     ]
-    where = f"spill {stored.spill_id}" + (f" at {stored.path}" if stored.path else "")
+    where = f"spill {stored.spill_id}"
     if stored.state == "full":
         out.append(f"Saved in full as {where}.")
     elif stored.state == "partial":
@@ -231,6 +241,8 @@ def render_pointer(
             f"NOT saved ({stored.reason}): only the preview below exists. To see more,"
             " call the tool again with narrower arguments."
         )
+    if stored.state != "none" and stored.path:
+        out.append(path_line(stored.path))
     if invalid_utf8:
         out.append(
             "The output is not valid UTF-8: invalid bytes show as U+FFFD here and are"

@@ -89,7 +89,7 @@ def shape_lines(texts: Sequence[str], *, max_line_bytes: int, budget: int) -> Sh
                     size += line_bytes
                     offset += line_bytes
                     position = end
-                    line_no += 1
+                    line_no += newline >= 0  # a line is numbered by the newlines before it
                     if size > budget:
                         return None
                     continue
@@ -110,7 +110,7 @@ def shape_lines(texts: Sequence[str], *, max_line_bytes: int, budget: int) -> Sh
             size += utf8_size(piece)
             offset += body_bytes + (newline >= 0)
             position = end
-            line_no += 1
+            line_no += newline >= 0
             if size > budget:
                 return None
     if not cut_count or size > budget:

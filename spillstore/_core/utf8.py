@@ -19,6 +19,8 @@ from typing import TypeVar
 
 __all__ = [
     "ENCODE_ERRORS",
+    "Utf8Check",
+    "continues_character",
     "encode",
     "hash_and_size",
     "head",
@@ -103,19 +105,100 @@ def is_continuation(byte: int) -> bool:
     return byte & 0xC0 == 0x80
 
 
+class Utf8Check:
+    """Whether bytes fed in pieces are valid UTF-8 (a sequence may span two pieces).
+
+    ASCII pieces between whole characters cost one ``isascii``; the rest goes through
+    an incremental decoder, until the first invalid byte settles the answer.
+    """
+
+    __slots__ = ("_decoder", "invalid")
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self.invalid = False
+
+    def update(self, data: bytes) -> None:
+        """Take the next piece."""
+        if self.invalid or (data.isascii() and not self._decoder.getstate()[0]):
+            return
+        try:
+            self._decoder.decode(data)
+        except UnicodeDecodeError:
+            self.invalid = True
+
+    def finish(self) -> bool:
+        """Whether everything taken was valid UTF-8 (a sequence cut off at the end is not)."""
+        if not self.invalid:
+            try:
+                self._decoder.decode(b"", final=True)
+            except UnicodeDecodeError:
+                self.invalid = True
+        return not self.invalid
+
+
+def _sequence_length(lead: int) -> int:
+    """Bytes of the UTF-8 sequence ``lead`` starts; 0 when it cannot start one."""
+    if 0xC2 <= lead <= 0xDF:
+        return 2
+    if 0xE0 <= lead <= 0xEF:
+        return 3
+    if 0xF0 <= lead <= 0xF4:
+        return 4
+    return 0
+
+
+def _spanning(data: bytes | memoryview, cut: int) -> tuple[int, int] | None:
+    """The character that begins before ``cut`` and ends after it, as ``(start, end)``.
+
+    Only a *valid* UTF-8 sequence spans a cut: continuation bytes at ``cut`` that no
+    lead byte before it validly starts are stray bytes, each an invalid byte of its
+    own, and a cut before them splits nothing. A sequence that ``data`` ends before
+    completing counts as spanning (the bytes that would tell are not there).
+    """
+    if cut >= len(data) or not is_continuation(data[cut]):
+        return None
+    for back in range(1, 4):
+        start = cut - back
+        if start < 0 or not is_continuation(data[start]):
+            break
+    else:
+        return None
+    if start < 0:
+        return None
+    length = _sequence_length(data[start])
+    end = start + length
+    if length <= back:
+        return None
+    try:  # a sequence data ends too soon to complete is judged by what is there
+        codecs.getincrementaldecoder("utf-8")().decode(bytes(data[start:end]), final=False)
+    except UnicodeDecodeError:
+        return None
+    return start, min(end, len(data))
+
+
+def continues_character(before: bytes, after: bytes) -> int:
+    """How many leading bytes of ``after`` finish a valid character begun in ``before``.
+
+    ``before`` is the (up to 3) bytes just ahead of an offset, ``after`` the bytes from
+    it. Continuation bytes at the offset are *inside a character* only when a lead byte
+    in ``before`` and they form one valid UTF-8 sequence; otherwise they are stray
+    (invalid) bytes of their own, and 0 is returned: they must be shown, not skipped.
+    """
+    span = _spanning(before + after, len(before))
+    return 0 if span is None else span[1] - len(before)
+
+
 def head_cut(data: bytes | memoryview, max_bytes: int) -> int:
-    """Where to cut ``data`` so that ``data[:cut]`` is at most ``max_bytes`` whole chars."""
+    """Where to cut ``data`` so that ``data[:cut]`` is at most ``max_bytes`` whole chars.
+
+    The cut moves back only to keep a valid character whole: stray continuation bytes
+    are invalid bytes of their own, and cutting before or between them splits nothing.
+    """
     if len(data) <= max_bytes:
         return len(data)
-    cut = max_bytes
-    # A code point is at most 4 bytes, so at most 3 continuation bytes need skipping.
-    # More than that means the data is not UTF-8 there; cut at the limit then.
-    for back in range(4):
-        if cut - back < 0:
-            break
-        if not is_continuation(data[cut - back]):
-            return cut - back
-    return cut
+    span = _spanning(data, max_bytes)
+    return max_bytes if span is None else span[0]
 
 
 def tail_cut(data: bytes | memoryview, max_bytes: int) -> int:
@@ -123,12 +206,8 @@ def tail_cut(data: bytes | memoryview, max_bytes: int) -> int:
     if len(data) <= max_bytes:
         return 0
     cut = len(data) - max_bytes
-    for ahead in range(4):
-        if cut + ahead >= len(data):
-            return len(data)
-        if not is_continuation(data[cut + ahead]):
-            return cut + ahead
-    return cut
+    span = _spanning(data, cut)
+    return cut if span is None else span[1]
 
 
 def head(value: _T, max_bytes: int) -> _T:

@@ -16,12 +16,13 @@ flow (:mod:`spillstore._service.decide`), run by the flow's drivers.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._core.utf8 import encode
+from spillstore._core.utf8 import Utf8Check, encode, utf8_size
 from spillstore._errors import UsageError
-from spillstore._service.decide import SpillArgs, bounded_suffix, result_flow, spill_args
+from spillstore._service.decide import SpillArgs, result_flow, spill_args
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -34,6 +35,7 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.render import render
+from spillstore._service.sides import strict, suffix_flow
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
@@ -74,6 +76,8 @@ class OutputAccumulator:
         self._tail = bytearray()
         self._total = 0
         self._newlines = 0
+        self._hasher = hashlib.sha256()
+        self._utf8 = Utf8Check()
         self._writer: SpillWriter | None = None
         self._awriter: AsyncSpillWriter | None = None
         self._write_error: Exception | None = None
@@ -112,6 +116,8 @@ class OutputAccumulator:
                 return None
             self._head = bytes(self._buffer[: self._keep_head])
             data, self._buffer = bytes(self._buffer), bytearray()
+        self._hasher.update(data)  # only bytes past the budget: a small output costs nothing
+        self._utf8.update(data)
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
         return None if self._write_error is not None else data
@@ -133,24 +139,44 @@ class OutputAccumulator:
             raise UsageError(_MIXED)
         self._done = True
         host = self._host
-        if not self.spilling:
-            text = self._buffer.decode("utf-8", "replace")
-            inline = ToolResult(content=(TextPart(text),), suffix=suffix, is_error=is_error)
-            return (yield from result_flow(host, inline, self._tool_name, self._tool_call_id))
         saved: SpillMeta | Exception | None = self._write_error
-        if saved is None:
+        if not self.spilling:
+            raw = bytes(self._buffer)
+            text = _text_of(raw, suffix, self._budget)
+            if text is not None:
+                inline = ToolResult(content=(TextPart(text),), suffix=suffix, is_error=is_error)
+                return (yield from result_flow(host, inline, self._tool_name, self._tool_call_id))
+            # Invalid UTF-8 that outgrows the budget once decoded: the raw bytes are the
+            # output, so they are what is saved, measured and ranged.
+            self._head, self._tail = raw[: self._keep_head], bytearray(raw[-self._keep_tail :])
+            self._hasher.update(raw)
+            self._utf8.update(raw)
+            try:
+                saved = yield call(
+                    host.store.put,
+                    host.store.aput,
+                    raw,
+                    suffix=_stored(suffix),
+                    **self._spill_args(),
+                )
+            except STORE_FAILURES as exc:
+                saved = exc
+        elif saved is None:
             try:
                 saved = yield call(self._commit, self._acommit, suffix)
             except STORE_FAILURES as exc:
                 saved = yield call(self._fail, self._afail, exc)
         assert saved is not None
+        shown = yield from suffix_flow(host, suffix or "", self._spill_args())
         step = step_from_ends(
             host.settings,
             result=ToolResult(content=(), is_error=is_error),
             head_raw=self._head,
             tail_raw=bytes(self._tail),
-            counted=Measure("unknown (the output could not be saved)", self._total, self._newlines),
-            suffix=bounded_suffix(suffix or "", host.settings.max_bytes),
+            counted=Measure(
+                self._hasher.hexdigest(), self._total, self._newlines, not self._utf8.finish()
+            ),
+            suffix=shown,
             tool_name=self._tool_name,
             tool_call_id=self._tool_call_id,
         )
@@ -180,7 +206,7 @@ class OutputAccumulator:
 
     def _commit(self, suffix: str | None) -> SpillMeta:
         assert self._writer is not None  # _finish_flow refused a mix
-        return self._writer.commit(suffix=suffix)
+        return self._writer.commit(suffix=_stored(suffix))
 
     def _fail(self, exc: Exception) -> Exception:
         """Remember why spilling failed; the sync writer (if any) is dropped."""
@@ -215,7 +241,7 @@ class OutputAccumulator:
 
     async def _acommit(self, suffix: str | None) -> SpillMeta:
         assert self._awriter is not None  # _finish_flow refused a mix
-        return await self._awriter.commit(suffix=suffix)
+        return await self._awriter.commit(suffix=_stored(suffix))
 
     async def _afail(self, exc: Exception) -> Exception:
         """Async twin of :meth:`_fail`."""
@@ -225,3 +251,24 @@ class OutputAccumulator:
             with contextlib.suppress(*STORE_FAILURES):
                 await writer.abort()
         return exc
+
+
+def _text_of(raw: bytes, suffix: str | None, budget: int) -> str | None:
+    """The text of an output kept in memory, or ``None`` when its raw bytes must be saved.
+
+    Valid UTF-8, and invalid bytes whose decoded text still fits with the suffix, go
+    through the service as text. Invalid bytes that outgrow the budget once decoded
+    (an invalid byte becomes a 3-byte U+FFFD) are saved raw: decoding them first would
+    save, measure and range text the tool never wrote.
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+    size = utf8_size(text) + (utf8_size(suffix) + 1 if suffix else 0)
+    return text if size <= budget else None
+
+
+def _stored(suffix: str | None) -> str | None:
+    """The suffix as stored: whole, strict UTF-8, ``None`` when empty."""
+    return strict(suffix) if suffix else None

@@ -10,6 +10,7 @@ turns the plan and the store's answer into the pointer.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import stat
@@ -17,10 +18,10 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
-from spillstore._core.cap import PART_SEPARATOR, elide_middle, joined_text_size
+from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
-from spillstore._core.utf8 import hash_and_size, head, utf8_size
+from spillstore._core.utf8 import Utf8Check, hash_and_size, head, utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.flow import (
     SLACK,
@@ -34,6 +35,15 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.render import render
+from spillstore._service.sides import (
+    blob_cost,
+    blob_room,
+    is_blob,
+    spill_blobs,
+    strict,
+    suffix_flow,
+    suffix_view,
+)
 
 if TYPE_CHECKING:
     from spillstore._settings import Settings
@@ -49,6 +59,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("spillstore")
+
+_READ_CHUNK = 1024**2
+"""Bytes read at a time when a file is previewed without the store."""
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
@@ -76,11 +89,12 @@ def spill_args(host: Host, tool_name: str, tool_call_id: str) -> SpillArgs:
 
 
 def bounded_suffix(suffix: str, max_bytes: int) -> str:
-    """A suffix larger than a quarter of the budget is itself cut, with a note."""
-    cap = max_bytes // 4
-    if utf8_size(suffix) <= cap:
-        return suffix
-    return elide_middle(suffix, cap, tool_name="the suffix")
+    """A suffix larger than a quarter of the budget, as sized before it is saved whole.
+
+    The flows replace it with :func:`~spillstore._service.sides.suffix_flow`'s view,
+    which names the spill holding the whole suffix and is never larger.
+    """
+    return suffix_view(suffix, max_bytes, None, None)
 
 
 def result_flow(
@@ -93,19 +107,23 @@ def result_flow(
     if isinstance(step, ToolResult):
         return step
     store = host.store
+    args = spill_args(host, step.tool_name, step.tool_call_id)
+    whole_suffix = strict(step.result.suffix or "")
     try:
         saved: SpillMeta | Exception = yield call(
             store.put,
             store.aput,
             _text_chunks(_texts(step.result)),
-            suffix=step.suffix or None,
+            suffix=whole_suffix or None,
             media_notes=tuple(step.notes),
-            **spill_args(host, step.tool_name, step.tool_call_id),
+            **args,
         )
     except STORE_FAILURES as exc:  # the tool call must not fail because spilling did
         log.warning("spillstore: could not save output of %s: %s", tool_name, exc)
         saved = exc
-    return render(host, step, saved)
+    others = yield from spill_blobs(host, step.others, args)
+    suffix = yield from suffix_flow(host, whole_suffix, args)
+    return render(host, dataclasses.replace(step, others=others, suffix=suffix), saved)
 
 
 def _file_flow(
@@ -116,6 +134,9 @@ def _file_flow(
     assert path is not None
     suffix, notes, others = _file_parts(host, result)
     store = host.store
+    settings = host.settings
+    counted: Measure | None = None
+    saved: SpillMeta | Exception
     try:
         small = yield blocking(_read_if_small, path, host.settings.max_bytes)
         if small is not None:
@@ -125,42 +146,47 @@ def _file_flow(
             store.adopt,
             store.aadopt,
             path,
-            suffix=suffix or None,
+            suffix=strict(result.suffix or "") or None,
             media_notes=tuple(notes),
             **spill_args(host, tool_name, tool_call_id),
         )
         (h0, h1), (t0, t1) = _end_ranges(meta, host.settings)
         head_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, h0, h1)
         tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
+        saved = meta
     except STORE_FAILURES as exc:
         log.warning("spillstore: could not adopt %s: %s", path, exc)
-        fallback = _without_file(result, path, exc)
-        return (yield from result_flow(host, fallback, tool_name, tool_call_id))
+        saved = exc
+        try:  # the file is there: preview it, as a stream to a dead store is previewed
+            head_raw, tail_raw, counted = yield blocking(
+                _read_ends, path, settings.head_bytes + SLACK, settings.tail_bytes + SLACK
+            )
+        except OSError:
+            fallback = _without_file(result, path, exc)
+            return (yield from result_flow(host, fallback, tool_name, tool_call_id))
+    args = spill_args(host, tool_name, tool_call_id)
+    others = yield from spill_blobs(host, others, args)
+    suffix = yield from suffix_flow(host, result.suffix or "", args)
     step = step_from_ends(
         host.settings,
         result=dataclasses.replace(result, full_output_path=None),
         head_raw=head_raw,
         tail_raw=tail_raw,
-        counted=None,
+        counted=counted,
         suffix=suffix,
         others=others,
         notes=notes,
         tool_name=tool_name,
         tool_call_id=tool_call_id,
     )
-    return render(host, step, meta)
+    return render(host, step, saved)
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
     """Suffix, notes and non-text parts of a file-backed result (its text is the file)."""
-    others: list[Part] = []
-    for part in result.content:
-        if isinstance(part, MediaPart) and part.kind not in host.deliverable_media:
-            others.append(TextPart(_dropped_notice(part)))
-        elif not isinstance(part, TextPart | EmbeddedText):
-            others.append(part)
+    others: list[Part] = [p for p in result.content if not isinstance(p, TextPart | EmbeddedText)]
     notes = []
-    media = sum(isinstance(p, MediaPart | ResourceLink) for p in result.content)
+    media = sum(_attached(p, host) for p in result.content)
     if media:
         notes.append(f"Only the text was saved; {media} media part(s) stay attached unchanged.")
     return bounded_suffix(result.suffix or "", host.settings.max_bytes), notes, others
@@ -179,30 +205,29 @@ def prepare(
     texts: list[str] = []
     others: list[Part] = []
     notes: list[str] = []
-    undeliverable = False
+    blobs = 0  # what the blobs weigh in the budget, as carried
     for part in result.content:
         if isinstance(part, TextPart | EmbeddedText):
             texts.append(part.text)
             if isinstance(part, EmbeddedText):
                 notes.append(f"Embedded text resource {head(part.uri, 200)} is part of the text.")
-        elif isinstance(part, MediaPart) and part.kind not in host.deliverable_media:
-            undeliverable = True
-            others.append(TextPart(_dropped_notice(part)))
         else:
             others.append(part)
+            if isinstance(part, MediaPart) and is_blob(part, host):
+                blobs += blob_cost(part)
     suffix = result.suffix or ""
     # Characters (and separators) bound the size from below, 4 bytes each from above.
     chars = sum(map(len, texts)) + len(suffix) + max(len(texts) + bool(suffix) - 1, 0)
-    if chars * 4 <= budget or (chars <= budget and _model_text_size(texts, suffix) <= budget):
-        if not suffix and not undeliverable:
-            return result
-        return _inline(host, result, suffix)
+    if chars * 4 + blobs <= budget or (
+        chars + blobs <= budget and _model_text_size(texts, suffix) + blobs <= budget
+    ):
+        return result if not suffix else _inline(result, suffix)
     suffix = bounded_suffix(suffix, budget)
     shaped = None
     if settings.max_line_bytes is not None:
-        room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES
+        room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
-    media = [p for p in result.content if isinstance(p, MediaPart | ResourceLink)]
+    media = [p for p in result.content if _attached(p, host)]
     if media:
         notes.append(
             f"Only the text was saved; {len(media)} media part(s) stay attached unchanged."
@@ -236,23 +261,15 @@ def prepare(
     )
 
 
-def _inline(host: Host, result: ToolResult, suffix: str) -> ToolResult:
-    """A result that fits, with its suffix folded in and undeliverable parts noticed."""
-    content: list[Part] = []
-    for part in result.content:
-        if isinstance(part, MediaPart) and part.kind not in host.deliverable_media:
-            content.append(TextPart(_dropped_notice(part)))
-        else:
-            content.append(part)
-    if suffix:
-        content.append(TextPart(suffix))
-    return dataclasses.replace(result, content=tuple(content), suffix=None)
+def _inline(result: ToolResult, suffix: str) -> ToolResult:
+    """A result that fits, blobs included, with its suffix folded into its text."""
+    content = (*result.content, TextPart(strict(suffix)))
+    return dataclasses.replace(result, content=content, suffix=None)
 
 
-def _dropped_notice(part: MediaPart) -> str:
-    size = len(part.data)
-    uri = f", uri {head(part.uri, 200)}" if part.uri else ""
-    return f"[content dropped: {part.kind} {head(part.mime_type, 100)}, {size} bytes{uri}]"
+def _attached(part: Part, host: Host) -> bool:
+    """Media that stays attached to a cut result (a blob is saved as a spill instead)."""
+    return isinstance(part, MediaPart | ResourceLink) and not is_blob(part, host)
 
 
 def _text_chunks(texts: Sequence[str]) -> Iterator[str]:
@@ -277,14 +294,17 @@ def _texts(result: ToolResult) -> list[str]:
 
 
 def _ends_with_newline(texts: Sequence[str]) -> bool:
-    for text in reversed(texts):
-        if text:
-            return text.endswith("\n")
+    """Whether the texts joined by the part separator end with a newline."""
+    for index in range(len(texts) - 1, -1, -1):
+        if texts[index]:
+            return texts[index].endswith("\n")
+        if index:  # an empty part after another: the separator before it ends the output
+            return PART_SEPARATOR.endswith("\n")
     return False
 
 
 def _read_if_small(path: str, budget: int) -> str | None:
-    """The file's text when it is within ``budget`` bytes, else ``None`` (it must be adopted)."""
+    """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -292,10 +312,37 @@ def _read_if_small(path: str, budget: int) -> str | None:
             raise StoreError(f"{path} is not a regular file")
         if info.st_size > budget:
             return None
-        data = os.read(fd, budget + 1)
+        data = os.read(fd, min(budget, info.st_size) + 1)  # never a buffer past the file
     finally:
         os.close(fd)
-    return None if len(data) > budget else data.decode("utf-8", "replace")
+    if len(data) > budget:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:  # invalid bytes that outgrow the budget once decoded are
+        text = data.decode("utf-8", "replace")  # adopted raw, never saved decoded
+    return text if utf8_size(text) <= budget else None
+
+
+def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
+    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass."""
+    hasher = hashlib.sha256()
+    first = bytearray()
+    last = bytearray()
+    newlines = total = 0
+    utf8 = Utf8Check()
+    with open(path, "rb") as file:
+        while chunk := file.read(_READ_CHUNK):
+            hasher.update(chunk)
+            utf8.update(chunk)
+            newlines += chunk.count(b"\n")
+            total += len(chunk)
+            if len(first) < head_bytes:
+                first += chunk[: head_bytes - len(first)]
+            last += chunk[-tail_bytes:]
+            del last[:-tail_bytes]
+    measured = Measure(hasher.hexdigest(), total, newlines, not utf8.finish())
+    return bytes(first), bytes(last), measured
 
 
 def _inline_file(result: ToolResult, text: str) -> ToolResult:

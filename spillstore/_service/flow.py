@@ -165,6 +165,7 @@ class Measure:
     sha256: str
     total_bytes: int
     newlines: int
+    invalid_utf8: bool = False
 
 
 @dataclass(frozen=True, slots=True)

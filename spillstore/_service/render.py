@@ -9,6 +9,7 @@ text never exceeds the budget, pointer and suffix included.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from spillstore._content import Part, SpillInfo, TextPart, ToolResult
@@ -18,17 +19,18 @@ from spillstore._core.pointer import (
     Preview,
     Stored,
     line_count,
+    path_line,
     quote_name,
     render_pointer,
 )
 from spillstore._core.ranges import format_ranges
-from spillstore._core.utf8 import utf8_size
+from spillstore._core.utf8 import encode, utf8_size
 from spillstore._service.flow import Host, Measure, Prepared
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
 
-__all__ = ["render"]
+__all__ = ["notices_size", "render"]
 
 
 def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResult:
@@ -37,7 +39,7 @@ def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResu
         assert step.measure is not None, "an adopted output is always measured by the store"
         measured = step.measure()
         stored = Stored(state="none", reason=f"{type(saved).__name__}: {saved}"[:300])
-        invalid = False
+        invalid = measured.invalid_utf8
     else:
         last_line_open = saved.total_bytes > 0 and not step.ends_with_newline
         measured = Measure(saved.sha256, saved.total_bytes, saved.total_lines - last_line_open)
@@ -49,13 +51,16 @@ def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResu
             stored_ranges=tuple(saved.stored_ranges),
         )
         invalid = saved.invalid_utf8
-    budget = host.settings.max_bytes
+    budget = host.settings.max_bytes - notices_size(step.others)
     if step.shaped is not None:
         text, info = _append_mode(host, step, stored, measured, invalid)
     else:
         text, info = _replace_mode(host, step, stored, measured, invalid)
     if step.suffix:
         text = f"{text}\n{step.suffix}"
+    # Strict UTF-8 in every mode: lone surrogates (from a str output or suffix) become
+    # U+FFFD, as the previews' decoding makes them; the size does not change.
+    text = encode(text).decode("utf-8")
     if utf8_size(text) > budget:  # a pathological path or name: never exceed the budget
         text = elide_middle(text, budget, tool_name=step.tool_name)
     content: list[Part] = [TextPart(text), *step.others]
@@ -66,7 +71,7 @@ def _replace_mode(
     host: Host, step: Prepared, stored: Stored, measured: Measure, invalid: bool
 ) -> tuple[str, SpillInfo]:
     settings = host.settings
-    budget = settings.max_bytes - utf8_size(step.suffix) - 1
+    budget = settings.max_bytes - notices_size(step.others) - utf8_size(step.suffix) - 1
     head_bytes, tail_bytes = settings.head_bytes, settings.tail_bytes
     while True:
         preview = step.plan(head_bytes, tail_bytes, measured)
@@ -98,7 +103,7 @@ def _append_mode(
     assert shaped is not None
     total_lines = line_count(measured.total_bytes, measured.newlines, step.ends_with_newline)
     line, offset = shaped.first_cut
-    spill = f"spill {stored.spill_id}" + (f" at {stored.path}" if stored.path else "")
+    spill = f"spill {stored.spill_id}"
     where = {
         "full": f"saved in full as {spill}",
         "partial": (
@@ -119,6 +124,8 @@ def _append_mode(
             f' Next: {host.read_tool}(spill="{stored.spill_id}", byte_offset={offset},'
             f" max_bytes={DEFAULT_BYTE_PAGE}) reads on from the first cut (line {line})."
         )
+    if stored.state != "none" and stored.path:
+        note += f"\n{path_line(stored.path)}"
     text = _dedupe_suffix(shaped.text, step.suffix)
     text = f"{text}\n{note}"
     preview = Preview(
@@ -134,6 +141,11 @@ def _append_mode(
         head_ends_line=True,
     )
     return text, _info("append", preview, stored, measured.sha256, invalid)
+
+
+def notices_size(parts: Sequence[Part]) -> int:
+    """The model text of the parts besides the pointer (blob notices), separators counted."""
+    return sum(utf8_size(part.text) + 1 for part in parts if isinstance(part, TextPart))
 
 
 def _dedupe_suffix(text: str, suffix: str) -> str:

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_DELIVERABLE", "TruncationService"]
 
 DEFAULT_DELIVERABLE = frozenset({"image", "audio"})
-"""Media kinds a model can take; others (blobs) leave a ``[content dropped: ...]`` notice."""
+"""Media kinds a model can take; others (blobs) count in the budget and, when a result is
+cut, are saved as spills of their own, a notice naming each."""
 
 
 class TruncationService:
@@ -46,8 +47,9 @@ class TruncationService:
         settings: budgets and caps; by default ``Settings()`` (environment, then defaults).
         session: the store session spills go to; by default ``settings.session``.
         read_tool, grep_tool: tool names used in the ready-to-call hints.
-        deliverable_media: media kinds passed to the model; other kinds are replaced by
-            a visible ``[content dropped: ...]`` notice.
+        deliverable_media: media kinds passed to the model; other kinds (blobs) count in
+            the budget and, when the result is cut, are saved as spills of their own,
+            with a notice naming each.
     """
 
     def __init__(

@@ -363,6 +363,10 @@ class Search:
         except UnicodeDecodeError:
             return None
         shown = writer.hits
+        if more and not shown:  # a match bigger than the page: the hint still moves on
+            head = f"{self._title()}: matching line {skip + 1} does not fit in one page"
+            tail = f"-- more results: call {self._again(skip + 1)} --"
+            return "".join((f"{head}\n", *(f"{n}\n" for n in self._gap_notes()), tail))
         if shown:
             head = f"{self._title()}: matching lines {skip + 1}-{skip + shown}" + (
                 " (more below)" if more else ""

@@ -72,9 +72,12 @@ class ContentWriter:
         """
         return b"".join(self.pieces).decode("utf-8")
 
+    def _shown(self, piece: bytes) -> bytes:
+        """``piece`` as the model will see it (invalid bytes as U+FFFD when lossy)."""
+        return piece.decode("utf-8", "replace").encode("utf-8") if self.lossy else piece
+
     def _emit(self, piece: bytes) -> bool:
-        if self.lossy:
-            piece = piece.decode("utf-8", "replace").encode("utf-8")
+        piece = self._shown(piece)
         if self.used + len(piece) > self.budget:
             self.full = True
             return False
@@ -150,16 +153,32 @@ class ContentWriter:
                 break
             starts.append(position)
         starts.reverse()
-        first_start = starts[0] if starts else line_start
-        if self.printed_any and first_start != self.printed_end and not self._emit(b"--\n"):
+        context = [
+            self._shown(
+                self._render(
+                    line - (len(starts) - k),
+                    start,
+                    hay.buf.find(b"\n", start, line_start),
+                    b"-",
+                    None,
+                )
+            )
+            for k, start in enumerate(starts)
+        ]
+        match = self._shown(self._render(line, line_start, line_end, b":", match_start))
+        # The match always shows: before-context is cut first, farthest line first.
+        while True:
+            first_start = starts[len(starts) - len(context)] if context else line_start
+            joined = self.printed_any and first_start != self.printed_end
+            pieces = [b"--\n"] * joined + context + [match]
+            if not context or self.used + sum(map(len, pieces)) <= self.budget:
+                break
+            context.pop(0)
+        if self.used + sum(map(len, pieces)) > self.budget:
+            self.full = True
             return False
-        for k, start in enumerate(starts):
-            end = hay.buf.find(b"\n", start, line_start)
-            number = line - (len(starts) - k)
-            if not self._emit(self._render(number, start, end, b"-", None)):
-                return False
-        if not self._emit(self._render(line, line_start, line_end, b":", match_start)):
-            return False
+        for piece in pieces:
+            self._emit(piece)
         self.hits += 1
         self.printed_any = True
         self.printed_end = line_end + 1

@@ -19,7 +19,7 @@ U+FFFD, and says which bytes the retention cap did not keep when it runs into th
 from __future__ import annotations
 
 from spillstore._core.ranges import Range, format_lines, format_ranges
-from spillstore._core.utf8 import is_continuation, utf8_size
+from spillstore._core.utf8 import continues_character, is_continuation, utf8_size
 from spillstore._errors import RequestRefused
 from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import DEFAULT_BYTE_PAGE, ReadArgs
@@ -91,10 +91,12 @@ def _read_bytes(tools: ToolsView, meta: SpillMeta, args: ReadArgs, byte_offset: 
         raise RequestRefused("the page cap is too small to show any bytes")
     limit = min(want, room)
     raw = tools.store.read_bytes(spill, start, min(start + limit + 4, range_end))
+    skip = 0
     if gap is None and raw and is_continuation(raw[0]):
-        skip = 0
-        while skip < min(3, len(raw)) and is_continuation(raw[skip]):
-            skip += 1
+        range_start = next(begin for begin, end in meta.stored_ranges if begin <= start < end)
+        before = tools.store.read_bytes(spill, max(range_start, start - 3), start)
+        skip = continues_character(before, raw)  # 0: stray bytes, shown as invalid
+    if skip:
         notes.append(
             f"byte_offset {start} is inside a UTF-8 character; showing from the next "
             f"character boundary, byte {start + skip}"

@@ -18,7 +18,7 @@ from operator import add
 
 from spillstore._core.index import LineIndex, nth_newline
 from spillstore._core.paging import LinePage
-from spillstore._core.ranges import Range, format_lines
+from spillstore._core.ranges import Range, format_lines, gaps
 from spillstore._core.utf8 import utf8_size
 from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import MAX_SAFE_INT, ReadArgs
@@ -63,11 +63,24 @@ class LinePager:
         call = self._call(byte_offset=resume)
         if more is None:
             assert gap is not None
+            kept = f"{gap[0] - resume} more kept bytes, then " if gap[0] > resume else ""
             return (
-                f" [... cut: this line goes on into bytes [{gap[0]}, {gap[1]}), which were "
-                f"not kept; continue with {call}]"
+                f" [... cut: this line goes on with {kept}bytes [{gap[0]}, {gap[1]}), which "
+                f"were not kept; the kept bytes stop at {gap[0]}; continue with {call}]"
             )
         return f" [... cut: {more} more bytes; continue with {call}]"
+
+    def _gap_after(self, offset: int) -> Range:
+        """The first unkept byte range at or after ``offset`` (from the spill's metadata).
+
+        The page's own gap is only known when the page reached it; a page the page cap
+        cut first still needs to say where the kept bytes stop.
+        """
+        meta = self.meta
+        for gap in gaps(meta.stored_ranges, meta.total_bytes):
+            if gap[1] > offset:
+                return gap
+        return (meta.total_bytes, meta.total_bytes)  # unreachable: the line's end is unkept
 
     def _overhead(self, notes: Sequence[str]) -> int:
         """An upper bound of the header, notes and footer sizes of this page."""
@@ -140,8 +153,9 @@ class LinePager:
         line_end = whole_end if complete else self._line_end(number)
         resume = line_start + cut
         if line_end is None:
-            marker = self._marker(None, resume, page.gap)
-            end = page.end_byte
+            gap = self._gap_after(resume)
+            marker = self._marker(None, resume, gap)
+            end = gap[0]
         else:
             marker = self._marker(line_end - resume, resume, None)
             end = line_end + (1 if line_end < meta.total_bytes else 0)
@@ -188,7 +202,9 @@ class LinePager:
         store = tools.store
         budget = tools.max_page_bytes - self._overhead(notes)
         big = int("9" * len(str(meta.total_bytes)))
-        self.marker_max = utf8_size(self._marker(big, big, None))
+        self.marker_max = max(
+            utf8_size(self._marker(big, big, None)), utf8_size(self._marker(None, 0, (big, big)))
+        )
         data_cap = args.max_bytes if args.max_bytes is not None else MAX_SAFE_INT
         prefix_size = self.width + 1
         body: list[str] = []

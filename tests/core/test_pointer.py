@@ -86,6 +86,24 @@ def test_shaping_marker_points_at_the_cut_byte() -> None:
     assert "400 more bytes from byte 103" in shaped.text
 
 
+@given(
+    parts=st.lists(
+        st.text(alphabet="ab\n", max_size=30).map(lambda t: t.replace("a", "a" * 40)),
+        min_size=1,
+        max_size=5,
+    )
+)
+@settings(max_examples=200)
+def test_the_first_cut_names_the_line_its_byte_is_on_across_text_parts(parts: list[str]) -> None:
+    """first_cut's line is the line holding its byte, whether or not a part ends in a newline."""
+    shaped = shape_lines(parts, max_line_bytes=100, budget=100_000)
+    if shaped is None:
+        return
+    line, offset = shaped.first_cut
+    joined = encode(PART_SEPARATOR.join(parts))
+    assert line == joined[:offset].count(b"\n") + 1
+
+
 def test_quote_name_bounds_and_masks() -> None:
     """Names are cut to 64 bytes, control characters masked, and never empty."""
     assert quote_name("") == "?"

@@ -40,6 +40,14 @@ class FullDisk(MemoryStore):
         raise StoreError(errno.ENOSPC, "No space left on device")
 
 
+class WithPath(MemoryStore):
+    """A memory store whose spills name a file, as the local store's do."""
+
+    def put(self, data: Iterable[bytes | str] | bytes | str, **kwargs: object) -> SpillMeta:  # type: ignore[override]
+        meta = super().put(data, **kwargs)  # type: ignore[arg-type]
+        return meta.model_copy(update={"path": f"/home/u/.cache/spillstore/{meta.spill_id}.out"})
+
+
 def _log(lines: int) -> str:
     return "".join(f"{n:05d} step ok\n" for n in range(1, lines + 1))
 
@@ -49,6 +57,8 @@ CASES = {
     "saved_in_part": (MemoryStore, PARTIAL, _log(800), "exit code 0"),
     "not_saved": (FullDisk, CONFIG, _log(800), "exit code 1"),
     "append_mode": (MemoryStore, CONFIG, "start\n" + "J" * 5_000 + "\nend\n", None),
+    "saved_in_full_with_path": (WithPath, CONFIG, _log(800), "exit code 0"),
+    "append_mode_with_path": (WithPath, CONFIG, "start\n" + "J" * 5_000 + "\nend\n", None),
 }
 
 
@@ -69,3 +79,16 @@ def test_pointer_snapshot(name: str, pytestconfig: pytest.Config) -> None:
         path.write_text(text, encoding="utf-8")
         pytest.fail(f"rewrote {path}: review its diff, then run the tests again")
     assert text == expected
+
+
+@pytest.mark.parametrize("name", ["saved_in_full_with_path", "append_mode_with_path"])
+def test_a_spill_path_ends_its_own_line_with_nothing_glued_to_it(name: str) -> None:
+    """The file path is alone after its label, so copying it never copies punctuation."""
+    store_type, config, output, suffix = CASES[name]
+    result = TruncationService(store_type(), config).truncate_for_model(
+        ToolResult(content=(TextPart(output),), suffix=suffix), tool_name="bash", tool_call_id="c"
+    )
+    assert result.spill is not None and result.spill.path is not None
+    text = "\n".join(p.text for p in result.content if isinstance(p, TextPart))
+    assert f"\nFile: {result.spill.path}\n" in f"{text}\n"
+    assert text.count(result.spill.path) == 1

@@ -8,7 +8,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spillstore._core.utf8 import encode, hash_and_size, head, iter_encoded, tail, utf8_size
+from spillstore._core.utf8 import (
+    continues_character,
+    encode,
+    hash_and_size,
+    head,
+    head_cut,
+    iter_encoded,
+    tail,
+    tail_cut,
+    utf8_size,
+)
 from tests.strategies import hostile_text, raw_bytes
 
 MANY = settings(max_examples=2000)
@@ -138,3 +148,15 @@ def test_hash_of_pieces_equals_hash_of_joined(pieces: list[str | bytes]) -> None
     """Hashing pieces gives the digest and size of their joined UTF-8 bytes."""
     joined = b"".join(p if isinstance(p, bytes) else encode(p) for p in pieces)
     assert hash_and_size(pieces) == (hashlib.sha256(joined).hexdigest(), len(joined))
+
+
+def test_cuts_keep_valid_characters_whole_but_do_not_back_off_over_stray_bytes() -> None:
+    """A cut moves only to keep a valid character whole; stray continuation bytes are shown."""
+    assert head_cut("€".encode() + b"\x80", 3) == 3  # the stray byte after € splits nothing
+    assert head_cut(b"a\x80\x81\x82b", 2) == 2
+    assert head_cut("a€".encode(), 2) == 1  # inside €: back to its start
+    assert tail_cut(b"a\x80\x81\x82b", 3) == 2
+    assert tail_cut("a€b".encode(), 2) == 4  # inside €: forward to its end
+    assert continues_character(b"\xe2\x82", b"\xac") == 1
+    assert continues_character(b"a", b"\x80\x81") == 0
+    assert continues_character(b"\xf0\x80", b"\x80") == 0  # an invalid sequence

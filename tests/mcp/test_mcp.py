@@ -240,7 +240,7 @@ async def test_proxy_caps_a_big_result_and_the_spill_pages_through_the_proxy(
 async def test_proxy_keeps_media_spills_embedded_text_and_notices_blobs(
     proxy: SpillProxy, proxy_store: MemoryStore
 ) -> None:
-    """Images, audio and links stay in order; big embedded text is spilled; blobs noticed."""
+    """Images, audio and links stay in order; big embedded text is spilled; blobs saved."""
     async with Client(proxy.server) as client:
         small = await client.call_tool("mixed", {"size": 100})
         large = await client.call_tool("mixed", {"size": 200_000})
@@ -250,16 +250,24 @@ async def test_proxy_keeps_media_spills_embedded_text_and_notices_blobs(
         assert isinstance(image, types.ImageContent) and image.data == PNG
         assert isinstance(audio, types.AudioContent) and audio.data == WAV
         assert isinstance(result.content[-1], types.ResourceLink)
-        assert not any(
-            isinstance(block, types.EmbeddedResource)
-            and isinstance(block.resource, types.BlobResourceContents)
-            for block in result.content
-        )
-        notices = [t for t in texts(result) if t.startswith("[content dropped: blob")]
-        assert notices and "test://blob" in notices[0]
         assert kinds[-1] == "resource_link"
     assert isinstance(small.content[3], types.EmbeddedResource)  # fits: kept as it was
-    assert size("".join(texts(large))) <= BUDGET + 200  # the blob notice sits beside the cap
+    assert any(  # a result that fits, blob included, comes back unchanged
+        isinstance(block, types.EmbeddedResource)
+        and isinstance(block.resource, types.BlobResourceContents)
+        for block in small.content
+    )
+    assert not any(
+        isinstance(block, types.EmbeddedResource)
+        and isinstance(block.resource, types.BlobResourceContents)
+        for block in large.content
+    )
+    notices = [t for t in texts(large) if t.startswith("[blob ")]
+    assert notices and "test://blob" in notices[0] and "saved as spill" in notices[0]
+    blob_spill = notices[0].split("saved as spill ")[1].split(";")[0]
+    decoded = base64.b64decode(BLOB)
+    assert proxy_store.read_bytes(blob_spill, 0, len(decoded)) == decoded
+    assert size("\n".join(texts(large))) <= BUDGET  # every notice counts toward the budget
     spill = (large.meta or {})[SPILL_META_KEY]
     stored = proxy_store.read_bytes(spill["spillId"], 0, spill["totalBytes"]).decode()
     assert stored.startswith("mixed result\n") and make_text(200_000) in stored

@@ -114,12 +114,14 @@ class LosesSpillAfterAdopt(LocalStore):
         raise SpillExpired(f"spill {spill_id} expired", spill_id=spill_id)
 
 
-def test_spill_collected_after_adoption_falls_back_to_inline(tmp_path: Path) -> None:
-    """A file-backed output whose spill vanished is said, and the inline text still shows."""
+def test_spill_collected_after_adoption_falls_back_to_a_preview_of_the_file(
+    tmp_path: Path,
+) -> None:
+    """A file-backed output whose spill vanished is said, with a preview read from the file."""
     log = tmp_path / "run.log"
     log.write_text(BIG, encoding="utf-8")
     result = ToolResult(content=(TextPart("inline part"),), full_output_path=str(log))
     service = TruncationService(LosesSpillAfterAdopt(tmp_path / "store"), SMALL)
     text = _text(service.truncate_for_model(result, tool_name="t", tool_call_id="c"))
-    assert text.startswith("inline part\n[spillstore] The tool's full output in")
-    assert "could not be saved (SpillExpired: spill " in text
+    assert "NOT saved (SpillExpired: spill " in text
+    assert BIG[:20] in text and BIG.rstrip("\n")[-20:] in text

@@ -165,31 +165,30 @@ def test_partial_save_never_claims_full() -> None:
         assert store.read_bytes(info.spill_id, start, end) == encode(output)[start:end]  # type: ignore[arg-type]
 
 
-def test_media_kept_in_order_and_blobs_noticed() -> None:
-    """Images stay attached in order; a blob leaves a visible dropped-content notice."""
+def test_media_kept_in_order_and_blobs_saved_as_spills() -> None:
+    """Images stay attached in order; a blob of a cut result is saved as a spill of its own."""
     image = MediaPart("image", "image/png", b"\x89PNG")
     blob = MediaPart("blob", "application/pdf", b"%PDF" * 10, uri="file:///r.pdf")
     result = ToolResult(
         content=(TextPart(_log(1_000)), image, blob), is_error=True, metadata={"m": 1}
     )
-    out = _service().truncate_for_model(result, tool_name="t", tool_call_id="c")
+    service = _service()
+    out = service.truncate_for_model(result, tool_name="t", tool_call_id="c")
     assert out.content[1] is image
-    assert out.content[2] == TextPart(
-        "[content dropped: blob application/pdf, 40 bytes, uri file:///r.pdf]"
-    )
+    notice = out.content[2]
+    assert isinstance(notice, TextPart)
+    assert notice.text.startswith("[blob application/pdf, 40 bytes, uri file:///r.pdf, saved as")
+    spill = notice.text.split("saved as spill ")[1].split(";")[0]
+    assert service.store.read_bytes(spill, 0, 40) == b"%PDF" * 10
     assert out.is_error is True and out.metadata == {"m": 1}
-    assert "Only the text was saved; 2 media part(s) stay attached unchanged." in _text(out)
+    assert "Only the text was saved; 1 media part(s) stay attached unchanged." in _text(out)
 
 
-def test_fitting_result_with_blob_gets_notice() -> None:
-    """A small result with an undeliverable blob keeps its text and notices the blob."""
+def test_fitting_result_with_blob_comes_back_unchanged() -> None:
+    """A small result with a blob fits, blob included, so it comes back as the same object."""
     blob = MediaPart("blob", "application/zip", b"PK")
     result = ToolResult(content=(TextPart("ok"), blob))
-    out = _service().truncate_for_model(result, tool_name="t", tool_call_id="c")
-    assert out.content == (
-        TextPart("ok"),
-        TextPart("[content dropped: blob application/zip, 2 bytes]"),
-    )
+    assert _service().truncate_for_model(result, tool_name="t", tool_call_id="c") is result
 
 
 def test_embedded_text_resources_are_capped_and_spilled() -> None:
@@ -217,7 +216,7 @@ def test_suffix_after_pointer_and_never_cut() -> None:
 
 
 def test_huge_suffix_is_itself_capped() -> None:
-    """A suffix larger than the budget is capped with a note, and the total stays in budget."""
+    """A suffix larger than the budget is shown cut, with a note naming where it is whole."""
     out = _service().truncate_for_model(
         ToolResult(content=(TextPart(_log(1_000)),), suffix="E" * 20_000),
         tool_name="t",
@@ -225,7 +224,7 @@ def test_huge_suffix_is_itself_capped() -> None:
     )
     text = _text(out)
     assert utf8_size(text) <= SMALL.max_bytes
-    assert "bytes elided from the middle: the suffix returned 20000 bytes" in text
+    assert "of 20000 not shown; the whole suffix is saved as spill" in text
 
 
 def test_suffix_not_repeated_in_append_mode() -> None:

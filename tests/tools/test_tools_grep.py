@@ -543,3 +543,33 @@ def test_pointer_next_calls_work_and_grep_finds_the_elided_middle(any_store: Sto
     expected = output.encode()[: output.index("NEEDLE")].count(b"\n") + 1
     assert hits(text) == [(None, expected, "row 020001 NEEDLE-in-the-elided-middle")]
     assert expected == 20_001
+
+
+@pytest.mark.parametrize("context", [{"context": 50}, {"before": 50}, {"after": 50}])
+def test_a_match_always_shows_and_its_context_is_cut_first(context: dict[str, int]) -> None:
+    """Context that would fill the page is cut before the match is; the hint moves forward."""
+    store = MemoryStore()
+    lines = ["y" * 1000] * 50 + ["x"] + ["z" * 1000] * 50
+    spill = put(store, "\n".join(lines) + "\n")
+    text = text_of(SpillTools(store).grep("x", spill=spill, **context))  # type: ignore[arg-type]
+    assert "51:x" in text.split("\n")
+    assert "no matching lines" not in text
+    assert "offset=0" not in text
+
+
+def test_paging_matches_with_wide_context_reaches_every_match() -> None:
+    """Every match of a context search is shown once, and the offsets only move forward."""
+    store = MemoryStore()
+    lines = [("x" if n % 7 == 0 else "y" * 900) for n in range(200)]
+    spill = put(store, "\n".join(lines) + "\n")
+    tools = SpillTools(store, max_page_bytes=MIN_PAGE_BYTES)
+    offset, seen = 0, []
+    for _ in range(200):
+        text = text_of(tools.grep("^x$", spill=spill, context=5, offset=offset))
+        seen += [number for _, number, body in hits(text) if body == "x"]
+        more = _MORE.search(text.split("\n")[-1])
+        if more is None:
+            break
+        assert int(more.group(2)) > offset
+        offset = int(more.group(2))
+    assert seen == [n + 1 for n in range(0, 200, 7)]

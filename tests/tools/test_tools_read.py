@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -11,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spillstore._content import ToolResult
-from spillstore._core.utf8 import utf8_size
+from spillstore._core.ranges import Range
+from spillstore._core.utf8 import continues_character, utf8_size
 from spillstore._errors import ConfigError
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
@@ -653,3 +655,93 @@ def test_delegate_read_serves_spill_paths_only(local_store: LocalStore, tmp_path
     assert result is not None and result.spill_exempt and not result.is_error
     assert body_lines(text_of(result)) == [(2, "two")]
     assert delegate_read(MemoryStore(), meta.path) is None
+
+
+@pytest.mark.parametrize(("offset", "limit"), [(1, 200), (2, 1)])
+def test_a_line_whose_newline_was_not_kept_shows_its_kept_part_and_where_it_stops(
+    offset: int, limit: int
+) -> None:
+    """A line running into the retention gap, cut by the page cap first, is shown, not a crash."""
+    store = MemoryStore()
+    output = "first line\n" + "x" * 100_000 + "\n" + "ok\n" * 10_000
+    spill = put(store, output, retention_bytes=65_536, retained_tail_bytes=16_384)
+    kept = store.stat(spill).stored_ranges
+    gap_start, gap_end = kept[0][1], kept[1][0]
+    result = SpillTools(store).read(spill, offset=offset, limit=limit)
+    text = text_of(result)
+    assert not result.is_error, text
+    lines = dict(body_lines(text))
+    assert lines[2].startswith("x" * 100)
+    assert f"bytes [{gap_start}, {gap_end}), which were not kept" in text
+    assert f"the kept bytes stop at {gap_start}" in text
+    resume = int(re.search(r"byte_offset=(\d+)\)\]", text).group(1))  # type: ignore[union-attr]
+    assert 11 < resume < gap_start
+
+
+def _byte_pages(tools: SpillTools, spill: str, offset: int, max_bytes: int) -> list[Range]:
+    """Page a spill in byte mode from ``offset`` to the end; each page's range, in order."""
+    pages: list[Range] = []
+    while True:
+        text = text_of(tools.read(spill, byte_offset=offset, max_bytes=max_bytes))
+        found = _BYTES.search(text.split("\n", 1)[0])
+        assert found is not None, text
+        pages.append((int(found.group(1)), int(found.group(2))))
+        nxt = _NEXT_BYTE.search(text)
+        if nxt is None:
+            assert text.endswith("end of output")
+            return pages
+        assert int(nxt.group(1)) > offset, "a next-call hint moves forward"
+        offset = int(nxt.group(1))
+
+
+def test_stray_continuation_bytes_at_a_byte_offset_are_shown_not_skipped() -> None:
+    """Reading from a stated start on stray continuation bytes shows them (as invalid)."""
+    store = MemoryStore()
+    data = b"a" * 1000 + b"\n" + b"\x80\x81\x82" + b"b" * 100_000
+    spill = put(store, data)
+    text = text_of(SpillTools(store).read(spill, byte_offset=1001, max_bytes=64))
+    assert text.startswith(f"spill {spill}: bytes [1001, ")
+    assert "inside a UTF-8 character" not in text
+    assert "invalid UTF-8 bytes are shown as U+FFFD" in text
+    assert "\ufffd\ufffd\ufffdb" in text
+
+
+def test_a_byte_offset_inside_a_valid_character_starts_at_the_next_boundary() -> None:
+    """An offset inside a real multi-byte character skips to its end, and says so."""
+    store = MemoryStore()
+    spill = put(store, "é€😀x".encode())
+    for offset, boundary in [(1, 2), (3, 5), (4, 5), (6, 9), (8, 9)]:
+        text = text_of(SpillTools(store).read(spill, byte_offset=offset))
+        assert (
+            f"inside a UTF-8 character; showing from the next character boundary, byte {boundary}"
+            in text
+        )
+        assert text.startswith(f"spill {spill}: bytes [{boundary}, ")
+
+
+@given(
+    data=st.lists(
+        st.sampled_from(
+            [b"a", b"\n", b"\x80", b"\xc3", b"\xa9", b"\xe2\x82\xac", b"\xf0", b"\xff"]
+        ),
+        min_size=1,
+        max_size=300,
+    ).map(b"".join),
+    start=st.integers(min_value=0, max_value=10_000),
+    page=st.integers(min_value=4, max_value=64),
+)
+@settings(max_examples=150, deadline=None)
+def test_paging_bytes_from_any_offset_covers_every_byte_to_the_end(
+    data: bytes, start: int, page: int
+) -> None:
+    """Byte pages from an offset are contiguous to the end; only a real character is skipped."""
+    store = MemoryStore()
+    spill = put(store, data)
+    start %= len(data)
+    pages = _byte_pages(SpillTools(store), spill, start, page)
+    first = pages[0][0]
+    if first != start:
+        assert continues_character(data[max(0, start - 3) : start], data[start:]) == first - start
+    for (_, end), (begin, _) in itertools.pairwise(pages):
+        assert begin == end
+    assert pages[-1][1] == len(data)

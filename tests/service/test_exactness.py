@@ -1,0 +1,317 @@
+"""The service tells the model the truth at the edges: budgets, blobs, suffixes, bytes."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import re
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from spillstore._content import MediaPart, TextPart, ToolResult
+from spillstore._core.utf8 import utf8_size
+from spillstore._errors import StoreError
+from spillstore._service.service import TruncationService
+from spillstore._settings import Settings
+from spillstore._stores.base import Store
+from spillstore._stores.local import LocalStore
+from spillstore._stores.memory import MemoryStore
+
+APPEND = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
+
+
+def _service(settings: Settings = APPEND, store: Store | None = None) -> TruncationService:
+    return TruncationService(store or MemoryStore(), settings)
+
+
+def _model_text(result: ToolResult) -> str:
+    return "\n".join(p.text for p in result.content if isinstance(p, TextPart))
+
+
+def test_append_mode_hint_names_the_line_of_the_first_cut_byte_across_parts() -> None:
+    """With several text parts, the append-mode hint's line holds the byte it points at."""
+    result = _service().truncate_for_model(
+        ToolResult(content=(TextPart("first part"), TextPart("x" * 5000 + "\nend\n"))),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert result.spill is not None and result.spill.mode == "append"
+    assert "byte_offset=211," in _model_text(result)
+    assert "(line 2)" in _model_text(result)
+
+
+@pytest.mark.parametrize("suffix", [None, "exit \ud800 1"])
+def test_append_mode_text_is_strict_utf8_with_lone_surrogates(suffix: str | None) -> None:
+    """Append mode turns lone surrogates into U+FFFD, as replace mode does."""
+    output = "a\ud800b\n" + "x" * 5000 + "\n\udfffend\n"
+    result = _service().truncate_for_model(
+        ToolResult(content=(TextPart(output),), suffix=suffix), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None and result.spill.mode == "append"
+    text = _model_text(result)
+    text.encode("utf-8")  # strict: raises on a lone surrogate
+    assert "a\ufffdb" in text and "\ufffdend" in text
+    assert utf8_size(text) <= APPEND.max_bytes
+
+
+def test_replace_mode_suffix_is_strict_utf8_with_lone_surrogates() -> None:
+    """A suffix with a lone surrogate reaches the model as U+FFFD in replace mode too."""
+    result = _service().truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 5000),), suffix="exit \udc80"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    text = _model_text(result)
+    text.encode("utf-8")
+    assert text.endswith("exit \ufffd")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class DeadStore(MemoryStore):
+    """A store whose backend is down: every write fails as a real one would."""
+
+    def writer(self, **kwargs: object) -> NoReturn:  # type: ignore[override]
+        raise StoreError("connection refused")
+
+    def put(self, *args: object, **kwargs: object) -> NoReturn:  # type: ignore[override]
+        raise StoreError("connection refused")
+
+    def adopt(self, *args: object, **kwargs: object) -> NoReturn:  # type: ignore[override]
+        raise StoreError("connection refused")
+
+
+@pytest.mark.parametrize("chunk", [1_000, 65_536])
+def test_a_stream_to_a_dead_store_states_the_real_sha256(chunk: int) -> None:
+    """The accumulator hashes what it streams, so a failed spill still names the true hash."""
+    data = b"hello \xe2\x82\xac\n" * 20_000
+    acc = _service(Settings(), DeadStore()).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), chunk):
+        acc.write(data[start : start + chunk])
+    result = acc.ok("exit code 0")
+    assert result.spill is not None and result.spill.saved == "none"
+    assert result.spill.sha256 == _sha(data)
+    assert f"sha256 {_sha(data)}" in _model_text(result)
+
+
+def test_invalid_utf8_under_the_budget_is_saved_raw_when_its_text_is_not() -> None:
+    """20,000 invalid bytes (60,000 once decoded) are saved as the bytes, ranged and hashed."""
+    data = b"\xff" * 20_000
+    service = _service(Settings())
+    acc = service.accumulator(tool_name="t", tool_call_id="c")
+    acc.write(data)
+    result = acc.ok("exit code 0")
+    info = result.spill
+    assert info is not None and info.saved == "full"
+    assert (info.total_bytes, info.sha256, info.invalid_utf8) == (20_000, _sha(data), True)
+    assert info.stored_ranges == ((0, 20_000),)
+    assert service.store.read_bytes(info.spill_id, 0, 20_000) == data  # type: ignore[arg-type]
+    text = _model_text(result)
+    assert "not valid UTF-8" in text and "20000 bytes" in text
+    assert utf8_size(text) <= Settings().max_bytes
+
+
+def test_invalid_utf8_whose_text_fits_passes_inline() -> None:
+    """Invalid bytes whose U+FFFD text still fits reach the model inline, nothing saved."""
+    acc = _service(Settings()).accumulator(tool_name="t", tool_call_id="c")
+    acc.write(b"ok \xff\n")
+    result = acc.ok()
+    assert result.spill is None
+    assert _model_text(result) == "ok \ufffd\n"
+
+
+def test_a_small_invalid_utf8_file_is_adopted_raw_when_its_text_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    """A file under the budget whose decoded text is over it is saved as its bytes."""
+    path = tmp_path / "out.bin"
+    path.write_bytes(b"\x80" * 20_000)
+    service = _service(Settings(), LocalStore(tmp_path / "store"))
+    result = service.truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path)), tool_name="t", tool_call_id="c"
+    )
+    info = result.spill
+    assert info is not None and info.invalid_utf8 and info.total_bytes == 20_000
+    assert info.sha256 == _sha(b"\x80" * 20_000)
+
+
+def _all_text(result: ToolResult) -> int:
+    """The model text of a result: every text part, each with a separator."""
+    return sum(utf8_size(p.text) + 1 for p in result.content if isinstance(p, TextPart)) - 1
+
+
+SMALL = Settings(max_bytes=2048, head_bytes=256, tail_bytes=256)
+
+
+def test_blob_notices_count_toward_the_budget() -> None:
+    """A cut result with a blob stays within max_bytes, the blob's notice included."""
+    blob = MediaPart("blob", "application/gzip", b"x" * 48)
+    result = _service(SMALL).truncate_for_model(
+        ToolResult(content=(TextPart("x" * 2048), blob)), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None
+    assert _all_text(result) <= SMALL.max_bytes
+
+
+def test_many_blobs_with_long_uris_stay_within_the_budget() -> None:
+    """Five blobs with 198-character URIs and a cut text: every notice fits the budget."""
+    service = _service(SMALL)
+    blobs = tuple(
+        MediaPart("blob", "application/octet-stream", bytes([n]) * 100, uri="u" * 190 + f"{n:08d}")
+        for n in range(5)
+    )
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 2000), *blobs)), tool_name="t", tool_call_id="c"
+    )
+    assert _all_text(result) <= SMALL.max_bytes
+    assert sum(m.total_bytes == 100 for m in service.store.list("default")) == 5
+
+
+def test_a_cut_result_saves_each_blob_decoded_and_names_it() -> None:
+    """A base64 blob of a cut result becomes a spill of its decoded bytes, readable by Read."""
+    payload = gzip.compress(b"hello")
+    blob = MediaPart("blob", "application/gzip", base64.b64encode(payload).decode(), uri="r://x")
+    service = _service(SMALL)
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 2000), blob)), tool_name="t", tool_call_id="c"
+    )
+    notice = result.content[-1]
+    assert isinstance(notice, TextPart)
+    assert f"[blob application/gzip, {len(payload)} bytes, uri r://x, saved as spill" in notice.text
+    spill = re.search(r"saved as spill (\S+);", notice.text).group(1)  # type: ignore[union-attr]
+    page = service.spill_tools().read(spill, byte_offset=0, max_bytes=4096)
+    assert not page.is_error
+    assert service.store.read_bytes(spill, 0, len(payload)) == payload
+
+
+def test_a_blob_that_cannot_be_saved_says_so() -> None:
+    """A dead store: the blob's notice says NOT saved, with its type and decoded size."""
+    blob = MediaPart("blob", "application/pdf", b"%PDF" * 10)
+    result = _service(SMALL, DeadStore()).truncate_for_model(
+        ToolResult(content=(TextPart("line\n" * 2000), blob)), tool_name="t", tool_call_id="c"
+    )
+    texts = [p.text for p in result.content if isinstance(p, TextPart)]
+    assert texts[-1].startswith("[blob application/pdf, 40 bytes, NOT saved (StoreError")
+    assert _all_text(result) <= SMALL.max_bytes
+
+
+def test_a_long_suffix_is_stored_whole_and_its_elided_bytes_read_back() -> None:
+    """The model sees a long suffix's ends; the spill metadata and a suffix spill hold it whole."""
+    suffix = "S" * 1000 + "END"
+    service = _service(SMALL)
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("y" * 5000),), suffix=suffix), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None and result.spill.spill_id is not None
+    assert service.store.stat(result.spill.spill_id).suffix == suffix
+    text = _model_text(result)
+    found = re.search(
+        r"suffix bytes \[(\d+), (\d+)\) of 1003 not shown; the whole suffix is "
+        r'saved as spill (\S+): read_spill\(spill="\3", byte_offset=\1',
+        text,
+    )
+    assert found is not None
+    start, end, spill = int(found.group(1)), int(found.group(2)), found.group(3)
+    assert service.store.read_bytes(spill, 0, 1003) == suffix.encode()
+    shown = text.split("--- end of preview ---\n")[1]
+    assert shown.startswith(suffix[:start]) and shown.endswith(suffix[end:])
+    assert utf8_size(text) <= SMALL.max_bytes
+
+
+def test_a_long_suffix_of_a_stream_is_stored_whole() -> None:
+    """A streamed output's long suffix is stored whole too, inline path or spilling path."""
+    for size in (100, 10_000):
+        service = _service(SMALL)
+        acc = service.accumulator(tool_name="t", tool_call_id="c")
+        acc.write("p" * size)
+        result = acc.ok("S" * 510 + "END")
+        if result.spill is not None and result.spill.spill_id is not None:
+            assert service.store.stat(result.spill.spill_id).suffix == "S" * 510 + "END"
+        assert _all_text(result) <= SMALL.max_bytes
+
+
+def test_a_suffix_with_a_lone_surrogate_is_stored_as_strict_utf8(tmp_path: Path) -> None:
+    """The local store keeps a suffix with a lone surrogate (as U+FFFD); the call never raises."""
+    service = _service(SMALL, LocalStore(tmp_path / "s"))
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("x" * 3000),), suffix="exit \ud800"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert result.spill is not None and result.spill.spill_id is not None
+    assert service.store.stat(result.spill.spill_id).suffix == "exit \ufffd"
+    assert _model_text(result).endswith("exit \ufffd")
+
+
+def test_an_empty_last_part_ends_the_output_with_the_separator_newline() -> None:
+    """Parts ("x"*3000, ""): the joined output ends with a newline, so it has one line."""
+    service = _service(
+        Settings(max_bytes=2048, head_bytes=256, tail_bytes=256, max_line_bytes=None)
+    )
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("x" * 3000), TextPart(""))), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None and result.spill.spill_id is not None
+    assert result.spill.total_lines == 1 == service.store.stat(result.spill.spill_id).total_lines
+    assert "3001 bytes, 1 lines" in _model_text(result)
+
+
+def test_a_file_backed_output_with_a_dead_store_gets_a_preview_from_the_file(
+    tmp_path: Path,
+) -> None:
+    """The file is there, so the model sees its head and tail (the FAILED line) and its hash."""
+    log = "".join(f"test_{n:05d} PASSED\n" for n in range(8_000)) + "test_final FAILED\n"
+    path = tmp_path / "x.log"
+    path.write_text(log)
+    settings = Settings(max_bytes=4000, head_bytes=1000, tail_bytes=500)
+    result = _service(settings, DeadStore()).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path), suffix="exit code 1"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    text = _model_text(result)
+    assert result.spill is not None and result.spill.saved == "none"
+    assert "NOT saved (StoreError" in text
+    assert "test_00000 PASSED" in text and "test_final FAILED" in text
+    assert text.endswith("exit code 1")
+    assert result.spill.sha256 == _sha(log.encode())
+    assert result.spill.total_bytes == len(log) and result.spill.total_lines == 8_001
+    assert utf8_size(text) <= settings.max_bytes
+
+
+def test_a_missing_file_with_a_dead_store_still_answers(tmp_path: Path) -> None:
+    """No file and no store: the model is told the output could not be saved."""
+    result = _service(SMALL, DeadStore()).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(tmp_path / "gone.log"), suffix="exit 1"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert "could not be saved" in _model_text(result)
+
+
+@pytest.mark.parametrize("split", [1, 700, 4096])
+def test_invalid_utf8_that_could_not_be_saved_is_still_called_invalid(split: int) -> None:
+    """A dead store: the pointer and SpillInfo still say the output is not valid UTF-8."""
+    data = b"\xff" + b"x" * 3000 + "é".encode()
+    acc = _service(SMALL, DeadStore()).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), split):
+        acc.write(data[start : start + split])
+    result = acc.ok()
+    assert result.spill is not None and result.spill.saved == "none"
+    assert result.spill.invalid_utf8 and "not valid UTF-8" in _model_text(result)
+
+
+def test_valid_utf8_split_inside_characters_that_could_not_be_saved_is_valid() -> None:
+    """Characters split across chunks are not mistaken for invalid bytes."""
+    data = "é€😀\n".encode() * 1000
+    acc = _service(SMALL, DeadStore()).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), 7):
+        acc.write(data[start : start + 7])
+    result = acc.ok()
+    assert result.spill is not None and not result.spill.invalid_utf8
+    assert result.spill.sha256 == _sha(data)
