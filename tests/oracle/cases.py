@@ -6,6 +6,7 @@ inputs) and raises ``AssertionError`` naming the first fact that is not true.
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Sequence
 
@@ -94,7 +95,6 @@ def run_stream(
         needle=NEEDLE,
         context=context,
         byte_page=None,
-        streamed=True,
     )
     check_spilled(case)
 
@@ -129,10 +129,10 @@ def run_parts(
     blobs = [p for p in parts if isinstance(p, MediaPart) and p.kind == "blob"]
     if result.spill is None:
         assert truth.total <= config.max_bytes, "an output over the budget was not cut"
-        if suffix or blobs:
+        if suffix:
             assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
         else:
-            assert result is original, "a result that fits must come back as the same object"
+            assert result is original, "a result that fits (blobs included) must be unchanged"
         return
     assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
     others = [p for p in result.content if not isinstance(p, TextPart)]
@@ -147,8 +147,14 @@ def run_parts(
         needle=NEEDLE,
         context=0,
         byte_page=None,
+        blobs=tuple((b.mime_type, _decoded(b.data)) for b in blobs),
     )
     check_spilled(case)
+
+
+def _decoded(data: bytes | str) -> bytes:
+    """A blob's bytes: base64 text decoded, raw bytes as they are."""
+    return base64.b64decode(data, validate=True) if isinstance(data, str) else data
 
 
 def run_file(

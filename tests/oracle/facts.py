@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from spillstore import SpillInfo, ToolResult
 from tests.oracle.known import skip_check
 from tests.oracle.model import Truth, clean, model_encode, shown
-from tests.oracle.reader import Pager, call_args
+from tests.oracle.reader import Pager, call_args, text_of
 
 TOTALS = re.compile(r"(\d+) bytes, (\d+) lines, sha256 ([0-9a-f]{64}|unknown)")
 NOT_SHOWN = re.compile(
@@ -76,7 +76,7 @@ class Case:
     needle: str | None = None
     context: int = 0
     byte_page: int | None = None
-    streamed: bool = False
+    blobs: tuple[tuple[str, bytes], ...] = ()
 
 
 def check_spilled(case: Case) -> None:
@@ -88,10 +88,8 @@ def check_spilled(case: Case) -> None:
     size = text_size(result)
     assert size <= case.max_bytes, f"model text is {size} bytes, over max_bytes={case.max_bytes}"
     assert (info.total_bytes, info.total_lines) == (truth.total, truth.total_lines), info
-    if _checks_sha(case):
-        assert info.sha256 == truth.sha256, f"stated sha256 {info.sha256!r} is not the output's"
-    if info.saved != "none" or not skip_check("invalid_utf8 of an output not saved"):
-        assert info.invalid_utf8 == (not truth.valid), f"invalid_utf8={info.invalid_utf8}"
+    assert info.sha256 == truth.sha256, f"stated sha256 {info.sha256!r} is not the output's"
+    assert info.invalid_utf8 == (not truth.valid), f"invalid_utf8={info.invalid_utf8}"
     pointer = result.content[0].text  # type: ignore[union-attr]
     _check_saved_state(case, info)
     if info.saved != "none":
@@ -102,20 +100,59 @@ def check_spilled(case: Case) -> None:
         _check_append(case, info, pointer)
     if case.pager is not None and info.saved != "none" and case.needle is not None:
         case.pager.grep_needle(case.needle, case.context)
+    if case.blobs:
+        _check_blobs(case)
+    if info.path is not None and case.pager is not None:
+        _check_path(case, info.path, pointer)
 
 
-def _checks_sha(case: Case) -> bool:
-    return not (
-        case.streamed and case.store_failed and skip_check("sha256 of a stream to a dead store")
+def _check_path(case: Case, path: str, pointer: str) -> None:
+    """The path is told with nothing glued to it, and it reads like the spill id."""
+    at = pointer.find(path)
+    assert at >= 0, "the spill's path is not in the pointer"
+    before, after = pointer[at - 1 : at], pointer[at + len(path) : at + len(path) + 1]
+    assert before in (" ", "\n") and after in ("", " ", "\n"), f"glued: {before!r} {after!r}"
+    assert case.pager is not None
+    by_path = text_of(case.pager.tools.read(path, byte_offset=0))
+    by_id = text_of(case.pager.tools.read(case.pager.spill, byte_offset=0))
+    assert by_path == by_id, "Read by path and by id differ"
+
+
+EMPTY_TAIL = "line pages of a spill whose retained tail is empty"
+BLOB_NOTICE = re.compile(
+    r"\[blob (\S+), (\d+) bytes(?:, uri [^\]]*)?, (?:saved as spill (\S+);"
+    r' read it with \w+\(spill="(\S+)", byte_offset=0\)|NOT saved \(.*\))\]'
+)
+
+
+def _check_blobs(case: Case) -> None:
+    """Each blob of a cut result is a spill of its decoded bytes, named by its notice."""
+    notices = [getattr(p, "text", "") for p in case.result.content[1:]]
+    named = [m for m in map(BLOB_NOTICE.fullmatch, notices) if m is not None]
+    closing = any(
+        text.endswith("not named here: the spill list of this session shows them]")
+        for text in notices
     )
+    assert len(named) == len(case.blobs) or (closing and len(named) < len(case.blobs)), notices
+    assert case.pager is not None or case.store_failed
+    for (mime, decoded), notice in zip(case.blobs, named, strict=False):
+        assert (notice[1], int(notice[2])) == (mime, len(decoded)), notice[0]
+        if notice[3] is None:
+            assert case.store_failed, f"a blob not saved on a working store: {notice[0]}"
+            continue
+        assert notice[3] == notice[4], notice[0]
+        if case.pager is None or not decoded:
+            continue
+        tools = case.pager.tools
+        meta = tools.store.stat(notice[3])
+        assert meta.total_bytes == len(decoded) and meta.complete, notice[0]
+        blob = Pager(tools, notice[3], Truth(decoded), ((0, len(decoded)),))
+        blob.bytes_from(0, len(decoded))
 
 
-def _told(case: Case, totals: re.Match[str] | None) -> tuple[int, int, str] | None:
-    """The told size, lines and sha256 (the truth's sha256 where that check is skipped)."""
-    if totals is None:
-        return None
-    sha = totals[3] if _checks_sha(case) else case.truth.sha256
-    return (int(totals[1]), int(totals[2]), sha)
+def _told(totals: re.Match[str] | None) -> tuple[int, int, str] | None:
+    """The told size, lines and sha256."""
+    return None if totals is None else (int(totals[1]), int(totals[2]), totals[3])
 
 
 def _check_saved_state(case: Case, info: SpillInfo) -> None:
@@ -161,7 +198,7 @@ def _check_replace(case: Case, info: SpillInfo, pointer: str) -> None:
     truth = case.truth
     totals = TOTALS.search(pointer)
     expected = (truth.total, truth.total_lines, truth.sha256)
-    assert _told(case, totals) == expected, f"told {_told(case, totals)}: {pointer[:400]!r}"
+    assert _told(totals) == expected, f"told {_told(totals)}: {pointer[:400]!r}"
     if "\n--- head: " not in pointer:  # the pointer itself was elided (a huge name)
         return
     head = HEAD.search(pointer)
@@ -203,7 +240,7 @@ def _check_replace(case: Case, info: SpillInfo, pointer: str) -> None:
             assert args["byte_offset"] == head_end, nxt[0]
         else:
             assert args["offset"] == first_line, nxt[0]
-        if len(stored) < 2 or not skip_check("line pages across a retention gap"):
+        if not (stored[-1][1] < truth.total and skip_check(EMPTY_TAIL)):
             pager.lines_from(first_line, last_line)
 
 
@@ -212,7 +249,7 @@ def _read_kept_ranges(case: Case, pager: Pager) -> None:
     truth, stored = case.truth, pager.stored
     for start, end in stored:
         pager.bytes_from(start, end, case.byte_page)
-    if len(stored) > 1 and skip_check("line pages across a retention gap"):
+    if stored and stored[-1][1] < truth.total and skip_check(EMPTY_TAIL):
         return
     for start, end in stored:
         pager.lines_from(truth.line_of(start), truth.line_of(end - 1))
@@ -225,7 +262,7 @@ def _check_append(case: Case, info: SpillInfo, pointer: str) -> None:
     shaped, note = pointer[:cut], pointer[cut + 1 :]
     totals = TOTALS.search(note)
     expected = (truth.total, truth.total_lines, truth.sha256)
-    assert _told(case, totals) == expected, f"told {_told(case, totals)}: {note[:300]!r}"
+    assert _told(totals) == expected, f"told {_told(totals)}: {note[:300]!r}"
     rows = shaped.split("\n")
     first_cut: tuple[int, int] | None = None
     for number, row in enumerate(rows, 1):

@@ -92,7 +92,7 @@ def finish(
     needle: str | None,
     context: int,
     byte_page: int | None,
-    streamed: bool = False,
+    blobs: tuple[tuple[str, bytes], ...] = (),
 ) -> Case:
     """The case to check for ``result``, with a pager over the service's store."""
     store = service.store
@@ -112,7 +112,7 @@ def finish(
         needle=needle,
         context=context,
         byte_page=byte_page,
-        streamed=streamed,
+        blobs=blobs,
     )
 
 

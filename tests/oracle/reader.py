@@ -24,9 +24,12 @@ LINE_HEADER = re.compile(
 CALL = re.compile(r'(\w+)\(spill="([^"]+)", ([a-z_]+=-?\d+(?:, [a-z_]+=-?\d+)*)\)')
 NUMBERED = re.compile(r" *(\d+)\t(.*)", re.S)
 CUT_MARKER = re.compile(
-    r" \[\.\.\. cut: (?:(\d+) more bytes|this line goes on into bytes \[(\d+), (\d+)\), which"
-    r' were not kept); continue with \w+\(spill="[^"]+", byte_offset=(\d+)\)\]$'
+    r" \[\.\.\. cut: (?:(\d+) more bytes|this line goes on (?:into|with (?:(\d+) more kept bytes,"
+    r" then )?bytes) \[(\d+), (\d+)\), which were not kept(?:; the kept bytes stop at \d+)?)"
+    r'; continue with \w+\(spill="[^"]+", byte_offset=(\d+)\)\]$'
 )
+NONE_IN_FOOTER = "a byte page's footer at an empty retained tail"
+MID_PAGE = "a line whose start was not kept, shown mid-page"
 GREP_ROW = re.compile(r"(\d+)([:-])(.*)", re.S)
 
 
@@ -101,12 +104,8 @@ class Pager:
                     assert text.endswith("end of output"), text
                     return
                 expected = gap[1]
-            elif position not in truth.char_starts or (
-                0x80 <= truth.data[position] < 0xC0
-                and skip_check("byte pages from a stray continuation byte")
-            ):
-                expected = min((p for p in truth.char_starts if p > position), default=truth.total)
-                expected = min(expected, position + 3)
+            elif position not in truth.char_starts:  # inside a valid character
+                expected = min(p for p in truth.char_starts if p > position)
             header = text.split("\n", 1)[0]
             match = BYTE_HEADER.fullmatch(header)
             assert match is not None, f"bad byte page header {header!r}"
@@ -127,7 +126,9 @@ class Pager:
                 return
             if e == self._stored_end(s):
                 resume = next((a for a, _ in self.stored if a >= e), None)
-                assert f"[{e}, {resume})" in footer and "not kept" in footer, footer
+                if resume is not None or not skip_check(NONE_IN_FOOTER):
+                    named = f"[{e}, {truth.total if resume is None else resume})"
+                    assert named in footer and "not kept" in footer, footer
                 if resume is None or resume >= truth.total:
                     return
                 assert call_args(footer)["byte_offset"] == resume, footer
@@ -168,10 +169,25 @@ class Pager:
             previous_start = s
             body = [NUMBERED.fullmatch(row) for row in rows[1:-1]]
             numbered = [m for m in body if m is not None]
-            assert [int(m[1]) for m in numbered] == list(range(a, b + 1)), rows[0]
-            for m in numbered:
+            numbers = [int(m[1]) for m in numbered]
+            assert numbers and (numbers[0], numbers[-1]) == (a, b), rows[0]
+            for m, previous in zip(numbered, [a - 1, *numbers], strict=False):
                 number = int(m[1])
-                self._check_line(number, s if number == a else truth.line_start(number), m[2])
+                start = s if number == a else truth.line_start(number)
+                if number != previous + 1:  # only lines the retention cap did not keep
+                    gap = self._gap_at(truth.line_start(previous + 1))
+                    assert gap is not None and gap[1] > truth.line_start(number - 1), (
+                        f"lines {previous + 1}-{number - 1} were skipped but were kept"
+                    )
+                    assert f"[{gap[0]}, {gap[1]})" in text, f"skipped lines: gap {gap} not named"
+                    start = max(start, gap[1])
+                if start > truth.line_start(number) and not skip_check(MID_PAGE):
+                    told = f"line {number}, whose start was not kept" in text
+                    assert told or "not kept" in m[2], (
+                        f"line {number} is shown from byte {start} without saying its start"
+                        f" was not kept: {m[2][:80]!r}"
+                    )
+                self._check_line(number, start, m[2])
             footer = rows[-1]
             if footer == "end of output":
                 assert b == truth.total_lines and e >= truth.total, text[-300:]
@@ -203,7 +219,7 @@ class Pager:
             return
         marker = CUT_MARKER.search(text)
         assert marker is not None, f"line {number} is neither whole nor cut: {text[:200]!r}"
-        resume = int(marker[4])
+        resume = int(marker[5])
         assert line_start < resume <= line_end, f"line {number}: resume {resume}"
         prefix = text[: marker.start()]
         assert prefix == shown(truth.data[line_start:resume]), f"line {number}: wrong kept text"
@@ -214,9 +230,11 @@ class Pager:
             assert int(marker[1]) == line_end - resume, f"line {number}: {marker[0]}"
             self.bytes_from(resume, line_end)
         else:
-            stated = (int(marker[2]), int(marker[3]))
+            stated = (int(marker[3]), int(marker[4]))
             assert gap is not None and stated == gap, f"line {number}: {marker[0]}, gap {gap}"
             assert resume <= gap[0]
+            if marker[2] is not None:
+                assert int(marker[2]) == gap[0] - resume, f"line {number}: {marker[0]}"
             self.bytes_from(resume, gap[0])
 
     # ------------------------------------------------------------------ grep

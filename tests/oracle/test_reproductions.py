@@ -1,9 +1,9 @@
-"""Reproductions of the defects the oracle found that are not fixed yet (strict xfail).
+"""The defects the oracle found, each as one minimal input through the oracle's checks.
 
-Each test runs one minimal input through the oracle's own checks with every check on
-(:func:`~tests.oracle.known.enforcing_all`). It fails today; the day the defect is
-fixed it passes, ``xfail(strict=True)`` turns that into a failure, and the entry in
-:mod:`tests.oracle.known` (and this test's marker) must go. The names say the behaviour.
+Each test runs its input with every check on (:func:`~tests.oracle.known.enforcing_all`).
+A defect still listed in :mod:`tests.oracle.known` is marked ``xfail(strict=True)``: the
+day it is fixed the test passes, the strict marker fails, and the entry and the marker
+must go. The names say the behaviour.
 """
 
 from __future__ import annotations
@@ -28,35 +28,30 @@ def _known(name: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason=f"unfixed: {name} ({listed[name]})")
 
 
-@_known("lone surrogate in the suffix")
 def test_a_suffix_with_a_lone_surrogate_is_stored_and_shown_as_strict_utf8() -> None:
     """A lone surrogate in the suffix reaches neither the model nor the sidecar raw."""
     with enforcing_all():
         run_text(SMALL, "x" * 3000, StoreChoice("local"), suffix="exit \ud800")
 
 
-@_known("suffix over a quarter of the budget")
 def test_a_suffix_too_large_to_show_is_stored_whole() -> None:
     """A suffix elided for the model is stored whole with the spill."""
     with enforcing_all():
         run_stream(SMALL, [b"x" * 1500], MEMORY, suffix="S" * 1000 + "END")
 
 
-@_known("empty last text part")
 def test_an_empty_last_part_leaves_the_line_count_true() -> None:
     """Parts ``("x"*3000, "")`` join to one line ending in a newline: 1 line, not 0."""
     with enforcing_all():
         run_parts(SMALL, [TextPart("x" * 3000), TextPart("")], MEMORY)
 
 
-@_known("invalid UTF-8 within the budget")
 def test_binary_output_within_the_budget_is_stored_raw() -> None:
     """2,000 bytes of 0xff (6,000 bytes once shown as U+FFFD) are stored as those bytes."""
     with enforcing_all():
         run_stream(SMALL, [b"\xff" * 2000], MEMORY)
 
 
-@_known("blobs")
 def test_blob_notices_count_toward_the_budget() -> None:
     """A cut result with a blob stays within max_bytes, the blob's notice included."""
     blob = MediaPart("blob", "application/gzip", base64.b64encode(bytes(57)).decode(), "u" * 198)
@@ -64,7 +59,6 @@ def test_blob_notices_count_toward_the_budget() -> None:
         run_parts(SMALL, [TextPart("x" * 2048), blob, blob, blob, blob, blob], MEMORY)
 
 
-@_known("a file-backed output on a dead store")
 def test_a_file_backed_output_on_a_dead_store_gets_a_preview() -> None:
     """The file is there: its head and tail are shown though the store failed."""
     log = b"step ok\n" * 2000 + b"FAILED test_x\n"
@@ -72,23 +66,22 @@ def test_a_file_backed_output_on_a_dead_store_gets_a_preview() -> None:
         run_file(SMALL, log, StoreChoice("failing", 0), suffix="exit code 1")
 
 
-@_known("line pages across a retention gap")
+@_known("a line whose start was not kept, shown mid-page")
 def test_line_pages_near_a_retention_gap_show_the_kept_part() -> None:
-    """A line whose newline was not kept reads as its kept part, never an internal error."""
+    """A line whose newline was not kept reads as its kept part, never an internal error;
+    the first line after the gap says its start was not kept."""
     config = Settings(retention_bytes=65_536, retained_tail_bytes=16_384)
     text = "first line\n" + "x" * 100_000 + "\n" + "ok\n" * 10_000
     with enforcing_all():
         run_text(config, text, MEMORY)
 
 
-@_known("sha256 of a stream to a dead store")
 def test_a_stream_to_a_dead_store_states_its_real_sha256() -> None:
     """The accumulator hashed every byte: the pointer states that hash, not "unknown"."""
     with enforcing_all():
         run_stream(SMALL, [b"x" * 3000], StoreChoice("failing", 0))
 
 
-@_known("byte pages from a stray continuation byte")
 def test_byte_pages_show_stray_continuation_bytes_from_the_stated_start() -> None:
     """Read from the stated elided start shows the stray bytes there, marked invalid."""
     config = Settings(max_bytes=4096, head_bytes=1024, tail_bytes=512, max_line_bytes=None)
@@ -96,8 +89,32 @@ def test_byte_pages_show_stray_continuation_bytes_from_the_stated_start() -> Non
         run_stream(config, [b"a" * 1000 + b"\n" + b"\x80\x81\x82" + b"b" * 100_000], MEMORY)
 
 
-@_known("invalid_utf8 of an output not saved")
 def test_an_output_not_saved_still_says_it_is_not_utf8() -> None:
     """A stream of invalid bytes to a dead store: SpillInfo.invalid_utf8 is true."""
     with enforcing_all():
         run_stream(SMALL, [b"\xff" + b"x" * 3000], StoreChoice("failing", 0))
+
+
+TINY_TAIL = Settings(
+    max_bytes=2048,
+    head_bytes=1,
+    tail_bytes=1,
+    max_line_bytes=None,
+    retention_bytes=4096,
+    retained_tail_bytes=1,
+)
+"""A retained tail too small for the output's last character: nothing of the tail is kept."""
+
+
+@_known("line pages of a spill whose retained tail is empty")
+def test_line_pages_of_a_spill_without_its_tail_read_the_kept_part() -> None:
+    """The pointer's Read hint works when the retention cap kept no tail bytes."""
+    with enforcing_all():
+        run_stream(TINY_TAIL, ["\u20ac" * 1366], MEMORY)
+
+
+@_known("a byte page's footer at an empty retained tail")
+def test_byte_pages_name_the_unkept_end_exactly() -> None:
+    """The byte page that reaches the unkept end names it as [end of kept, total)."""
+    with enforcing_all():
+        run_text(TINY_TAIL, "\u20ac" * 1366, MEMORY)
