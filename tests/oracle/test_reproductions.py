@@ -118,3 +118,39 @@ def test_byte_pages_name_the_unkept_end_exactly() -> None:
     """The byte page that reaches the unkept end names it as [end of kept, total)."""
     with enforcing_all():
         run_text(TINY_TAIL, "\u20ac" * 1366, MEMORY)
+
+
+@_known("invalid UTF-8 within the budget, cut for its suffix")
+def test_small_invalid_output_cut_for_its_suffix_is_stored_raw() -> None:
+    """One 0xff byte and a long suffix: the spill holds the byte, not U+FFFD."""
+    with enforcing_all():
+        run_file(SMALL, b"\xff", MEMORY, suffix="S" * 2042 + "END")
+
+
+@_known("a line-mode hint past a gap inside one line")
+def test_a_gap_inside_one_line_gets_a_hint_that_moves_on() -> None:
+    """Line 1 holds the whole retention gap: the hint past it is not the same call."""
+    config = Settings(
+        max_bytes=4098,
+        head_bytes=1,
+        tail_bytes=1,
+        max_line_bytes=None,
+        retention_bytes=4096,
+        retained_tail_bytes=2910,
+    )
+    with enforcing_all():
+        run_parts(config, [TextPart("p" * 2500), TextPart("p" * 2500)], MEMORY, suffix="x")
+
+
+@_known("a file-backed output whose retained tail is shorter than its tail preview")
+def test_a_file_with_an_empty_retained_tail_is_saved_and_says_so() -> None:
+    """The spill exists: the pointer says "saved in part", not "NOT saved"."""
+    with enforcing_all():
+        run_file(TINY_TAIL, "\u20ac".encode() * 1366, MEMORY)
+
+
+@_known("a file-backed output whose retained tail is shorter than its tail preview")
+def test_a_file_cut_by_retention_names_the_hidden_lines_exactly() -> None:
+    """97 x and 4,000 newlines: the hidden bytes [1, 4096) are lines 1-3999, not 1-4000."""
+    with enforcing_all():
+        run_file(TINY_TAIL, b"x" * 97 + b"\n" * 4000, MEMORY)
