@@ -153,9 +153,11 @@ def bench_memory(sizes: list[int], directory: Path) -> list[tuple[int, int, int,
     return rows
 
 
-def bench_read(size: int, directory: Path, reads: int) -> dict[str, float]:
+def bench_read(
+    size: int, directory: Path, reads: int, store_class: type[LocalStore] = LocalStore
+) -> dict[str, float]:
     """Build a spill of ``size`` bytes with >5M lines; time a 2,000-line read at 5,000,001."""
-    store = LocalStore(directory / "read")
+    store = store_class(directory / f"read-{store_class.__name__}")
     first = 5_000_001 if size >= GIB // 2 else 500_001
     line_bytes = max(20, size // (first + 200_000))
     lines_per_chunk = max(1, CHUNK // line_bytes)
@@ -280,16 +282,173 @@ def main() -> None:
         _record(lines)
 
 
-def _record(lines: list[str]) -> None:
+# --------------------------------------------------------------------------- issue 14
+
+SMALL_SPILL = 17_000
+V2_PATTERN = "needle-0042"
+
+
+def _small_output(n: int) -> bytes:
+    """About 17 KB of log text, distinct per spill, the needle in every 500th."""
+    lines = [f"{n:06d} line {i:04d} INFO worker ok took {i % 97} ms" for i in range(400)]
+    if n % 500 == 42:
+        lines[200] = f"{n:06d} ERROR {V2_PATTERN} here"
+    return ("\n".join(lines) + "\n").encode()[:SMALL_SPILL]
+
+
+def _files_under(root: Path) -> int:
+    return sum(1 for p in root.rglob("*") if p.is_file())
+
+
+def _write_floor(directory: Path, data: bytes, rounds: int, catalog: bool) -> float:
+    """Median of one write + fsync of ``data`` to a new file (+ one SQLite FULL commit)."""
+    import sqlite3
+
+    db = sqlite3.connect(directory / "floor.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB)")
+    times = []
+    for n in range(rounds):
+        start = time.perf_counter()
+        path = directory / f"floor-{catalog:d}-{n}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        if catalog:
+            db.execute("INSERT INTO t (v) VALUES (?)", (data[:400],))
+        times.append(time.perf_counter() - start)
+    db.close()
+    return statistics.median(times)
+
+
+def bench_v2(count: int, directory: Path, rounds: int) -> dict[str, dict[str, float]]:
+    """Issue 14's targets for the files layout and the catalog, side by side."""
+    from spillstore import SpillTools
+    from spillstore._stores.catalog_store import CatalogStore
+
+    results: dict[str, dict[str, float]] = {}
+    kw = {"session": "s", "tool_name": "bash"}
+    for name, cls in (("files (LocalStore)", LocalStore), ("catalog (CatalogStore)", CatalogStore)):
+        root = directory / name.split()[0]
+        store = cls(root)
+        before = _files_under(root)
+        put_times = []
+        for n in range(count):
+            start = time.perf_counter()
+            store.put(_small_output(n), tool_call_id=str(n), **kw)
+            put_times.append(time.perf_counter() - start)
+        after = _files_under(root)
+        fresh = cls(root)
+        list_times = []
+        for _ in range(rounds + 1):
+            start = time.perf_counter()
+            listed = fresh.list("s")
+            list_times.append(time.perf_counter() - start)
+        list_cold = list_times.pop(0)  # a fresh store object parses every record once
+        assert len(listed) == count
+        tools = SpillTools(cls(root), session="s")
+        grep_times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            found = tools.grep(V2_PATTERN, output_mode="count", literal=True)
+            grep_times.append(time.perf_counter() - start)
+        grep_rn = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            subprocess.run(
+                ["grep", "-rn", "--include=*.out", V2_PATTERN, str(root / "s")],
+                stdout=subprocess.DEVNULL,
+                check=False,
+            )
+            grep_rn.append(time.perf_counter() - start)
+        results[name] = {
+            "put_median": statistics.median(put_times),
+            "files_per_spill": (after - before) / count,
+            "list_cold": list_cold,
+            "list_median": statistics.median(list_times),
+            "grep_median": statistics.median(grep_times),
+            "grep_rn_median": statistics.median(grep_rn),
+            "grep_hits": float(str(found).count(V2_PATTERN)),
+        }
+    floors = directory / "floors"
+    floors.mkdir()
+    data = _small_output(1)
+    results["floor"] = {
+        "write_fsync": _write_floor(floors, data, 200, catalog=False),
+        "write_fsync_sqlite": _write_floor(floors, data, 200, catalog=True),
+    }
+    return results
+
+
+def main_v2() -> None:
+    """``--v2 [N]``: issue 14's targets (default N = 10,000 spills)."""
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    count = int(args[0]) if args else 10_000
+    record = "--no-record" not in sys.argv
+    lines: list[str] = []
+
+    def say(text: str = "") -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    say(f"machine: {machine()}; CPU {_cpu_model()}")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+        results = bench_v2(count, Path(tmp), 5)
+    floor = results.pop("floor")
+    say()
+    say(f"{count:,} spills of ~17 KB in one session, written through `put`, then read back")
+    say("by a fresh store object: list once (every record parsed), then the median of 5")
+    say("more (records parsed before are kept while their bytes stay the same); the median of")
+    say("5 session-wide greps (SpillTools.grep, count mode, a literal in 1 spill in 500)")
+    say("against `grep -rn --include=*.out` over the same data files.")
+    say()
+    say("| layout | files per spill | put 17 KB | put / (write+fsync) | list, first "
+        "| list, again | session grep | grep -rn | grep ratio |")  # fmt: skip
+    say("|---|---|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        say(
+            f"| {name} | {r['files_per_spill']:.2f} | {fmt(r['put_median'])} "
+            f"| {r['put_median'] / floor['write_fsync']:.1f}x | {fmt(r['list_cold'])} "
+            f"| {fmt(r['list_median'])} "
+            f"| {fmt(r['grep_median'])} | {fmt(r['grep_rn_median'])} "
+            f"| {r['grep_median'] / r['grep_rn_median']:.1f}x |"
+        )
+    say()
+    say(
+        f"floors: one write + fsync of 17 KB to a new file {fmt(floor['write_fsync'])}; "
+        f"the same plus one SQLite WAL commit (synchronous=FULL) "
+        f"{fmt(floor['write_fsync_sqlite'])}."
+    )
+    if "--read" in sys.argv:
+        from spillstore._stores.catalog_store import CatalogStore
+
+        say()
+        say("read: 2,000 lines at line 5,000,001 of a 1 GiB spill, median of 200 reads")
+        say("(index cached; each read still stats the spill: a sidecar read, or a row)")
+        say("| layout | median | first call (index loaded) |")
+        say("|---|---|---|")
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+            for cls in (LocalStore, CatalogStore):
+                result = bench_read(GIB, Path(tmp), 200, cls)
+                say(f"| {cls.__name__} | {fmt(result['median_s'])} | {fmt(result['cold_s'])} |")
+    if record:
+        how = f"bench_store.py --v2 {count}" + (" --read" if "--read" in sys.argv else "")
+        _record(lines, "## Store v2 (issue 14)", how)
+
+
+def _record(
+    lines: list[str], heading: str = "## Store (issue 3)", how: str = "bench_store.py"
+) -> None:
     path = ROOT / "benchmarks" / "RESULTS.md"
-    heading = "## Store (issue 3)"
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
     if heading in text:
         before, _, rest = text.partition(heading)
         following = rest.find("\n## ")
         after = rest[following + 1 :] if following >= 0 else ""
         text = before.rstrip("\n") + "\n\n" + (after and after + "\n")
-    section = [heading, "", f"Run: `.venv/bin/python benchmarks/bench_store.py` on "
+    section = [heading, "", f"Run: `.venv/bin/python benchmarks/{how}` on "
                f"{time.strftime('%Y-%m-%d')}.", "", *lines]  # fmt: skip
     path.write_text(
         text.rstrip("\n") + "\n\n" + "\n".join(section).rstrip() + "\n", encoding="utf-8"
@@ -297,4 +456,7 @@ def _record(lines: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if "--v2" in sys.argv:
+        main_v2()
+    else:
+        main()

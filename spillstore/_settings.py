@@ -350,8 +350,9 @@ class Settings(BaseSettings):
         f'"off"/None turns the cut off. At least {MIN_MAX_LINE_BYTES} when on.',
     )
     retention_bytes: int | None = Field(
-        default=10 * 1024**2,
-        description="The most bytes of one output that are stored; "
+        default=256 * 1024**2,
+        description="The most bytes of one output that are stored (the local store "
+        "streams spills to disk with flat memory, so this only bounds disk use); "
         f'"off"/None keeps everything. At least {MIN_RETENTION_BYTES} when on.',
     )
     retained_tail_bytes: int = Field(

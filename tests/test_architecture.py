@@ -52,7 +52,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "openai_agents": _BELOW_SHELLS | {"loop"},
     "pydantic_ai": _BELOW_SHELLS | {"loop"},
     "mcp": _BELOW_SHELLS | {"loop"},
-    "_cli": _BELOW_SHELLS | {"loop", "mcp"},
+    "_clients": frozenset({"_errors"}),
+    "_cli": _BELOW_SHELLS | {"loop", "mcp", "_clients"},
 }
 """Layer -> the layers it may import (each may also import itself): the definition of the
 layers. A layer is a top-level module or package of spillstore. Above all of them sit the

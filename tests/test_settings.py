@@ -112,7 +112,7 @@ def test_defaults() -> None:
     assert settings.head_bytes == 4_096
     assert settings.tail_bytes == 1_024
     assert settings.max_line_bytes == 2_000
-    assert settings.retention_bytes == 10 * 1024 * 1024
+    assert settings.retention_bytes == 256 * 1024 * 1024
     assert settings.retained_tail_bytes == 1024 * 1024
     assert settings.dir is None
     assert settings.session == "default"

@@ -11,7 +11,12 @@ Commands (``spillstore COMMAND --help`` for every option)::
     spillstore rm SPILL...
     spillstore gc [--max-age 7d] [--max-total 1GB] [--max-files N] [--grace 10m] [--dry-run]
     spillstore clean [--session S] [--yes]
+    spillstore check [--fix]
     spillstore demo
+    spillstore install CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
+    spillstore uninstall CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
+    spillstore status [CLIENT] [--scope S]
+    spillstore add CLIENT NAME [--scope S] (-- CMD [ARGS...] | --url URL)
 
 Every command takes ``--dir`` (else ``SPILLSTORE_DIR``, else the user cache dir) and
 ``--session`` (else ``SPILLSTORE_SESSION``, else ``default``), before or after the command
@@ -21,7 +26,7 @@ refuse it).
 
 ``run`` starts the command without a shell, with stdout and stderr on **one pipe**, so
 the saved output holds both, merged in exactly the order the command wrote them. It reads
-the pipe in 64 KiB chunks into the service's :class:`~spillstore.OutputAccumulator`
+the pipe up to 256 KiB at a time into the service's :class:`~spillstore.OutputAccumulator`
 (memory stays flat whatever the output size), prints exactly the text the model would
 see (its parts joined by a newline, then a final newline), and exits with the command's
 status, which also goes into the suffix: ``exit code N``, or ``killed by signal NAME``
@@ -85,7 +90,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rm": ("spillstore._cli.spills", "Delete spills."),
     "gc": ("spillstore._cli.spills", "Remove old spills and crash leftovers."),
     "clean": ("spillstore._cli.spills", "Remove every spill of a session."),
+    "check": ("spillstore._cli.check", "Find and repair problems in the store (--fix)."),
     "demo": ("spillstore._cli.demo", "See the whole idea in one command."),
+    "install": ("spillstore._cli.clients", "Put an MCP client's servers behind the cap."),
+    "uninstall": ("spillstore._cli.clients", "Give an MCP client's servers back as they were."),
+    "status": ("spillstore._cli.clients", "Show which MCP client servers are wrapped."),
+    "add": ("spillstore._cli.clients", "Add an MCP server to a client, behind the cap."),
     "mcp": (
         "spillstore._cli.mcp",
         "MCP: serve the spill tools, or put any stdio MCP server behind the cap.",
@@ -139,7 +149,7 @@ app = command_app(
 
 
 @app.callback(invoke_without_command=True)
-@takes_global_options("dir", "session", "json", first=True)
+@takes_global_options("dir", "session", "json", "force_root", first=True)
 def _root(
     ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,

@@ -10,8 +10,10 @@ the result with :func:`global_options`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +47,7 @@ __all__ = [
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-GlobalName = Literal["dir", "session", "json"]
+GlobalName = Literal["dir", "session", "json", "force_root"]
 
 
 def optional(*flags: str, **details: Any) -> Any:
@@ -93,6 +95,14 @@ def _declared(
     json_: Annotated[
         bool, typer.Option("--json", help="Print one JSON object (schema: see the docs).")
     ] = False,
+    force_root: Annotated[
+        bool,
+        typer.Option(
+            "--force-root",
+            help="Use a store root spillstore would refuse: /, your home directory, or a "
+            "non-empty directory that is not a store (it is then marked as one).",
+        ),
+    ] = False,
 ) -> None:
     """The global options: the one place they are declared (see the module docstring)."""
 
@@ -110,6 +120,7 @@ class GlobalOptions:
     dir: str | None = None
     session: str | None = None
     json: bool = False
+    force_root: bool = False
 
 
 def global_options(ctx: typer.Context) -> GlobalOptions:
@@ -199,11 +210,34 @@ def settings(ctx: typer.Context, **overrides: object) -> Settings:
         raise
 
 
-def open_store(chosen: Settings) -> LocalStore:
-    """The local store at the settings' root."""
+def open_store(chosen: Settings, ctx: typer.Context | None = None) -> LocalStore:
+    """The local store at the settings' root (``--force-root`` from ``ctx``'s options).
+
+    The store's warnings (an entry it skipped, say) go to stderr as ``spillstore:
+    warning: ...`` lines.
+    """
     from spillstore._stores.local import LocalStore  # noqa: PLC0415
 
-    return LocalStore(chosen.dir)
+    _warnings_to_stderr()
+    force = ctx is not None and global_options(ctx).force_root
+    return LocalStore(chosen.dir, force_root=force)
+
+
+class _StderrHandler(logging.Handler):
+    """Writes a log record as one ``spillstore: warning:`` line to the current stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from spillstore._cli.output import one_line, write  # noqa: PLC0415
+
+        with contextlib.suppress(OSError):
+            write(f"spillstore: warning: {one_line(record.getMessage())}\n", err=True)
+
+
+def _warnings_to_stderr() -> None:
+    logger = logging.getLogger("spillstore")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler(logging.WARNING)
+        logger.addHandler(handler)
 
 
 def size_option(name: str, value: str, *, allow_off: bool = False) -> int | None:

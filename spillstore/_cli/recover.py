@@ -66,7 +66,7 @@ def _tools(ctx: typer.Context) -> SpillTools:
 
     with store_errors():
         chosen = settings(ctx)
-        return SpillTools(open_store(chosen), session=chosen.session, cross_session=True)
+        return SpillTools(open_store(chosen, ctx), session=chosen.session, cross_session=True)
 
 
 def _print_tool_result(result: ToolResult, list_name: str) -> None:

@@ -1,7 +1,7 @@
 """``spillstore run``: run a command, stream its output through the service, print the result.
 
 The command starts without a shell, with stdout and stderr on **one pipe**; the pipe is
-read :data:`READ_CHUNK_BYTES` at a time into the service's
+read :data:`READ_CHUNK_BYTES` at a time (at most) into the service's
 :class:`~spillstore.OutputAccumulator` (memory stays flat whatever the output size). A
 first Ctrl-C is left to the command (the terminal sends it to both); a second one kills
 it. On a terminal, rich's :class:`~rich.progress.Progress` shows a line on stderr while
@@ -10,6 +10,7 @@ a large output streams.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -60,10 +61,28 @@ if TYPE_CHECKING:
     from spillstore._settings import Settings
     from spillstore._stores.local import LocalStore
 
-__all__ = ["PROGRESS_REFRESH_PER_SECOND", "READ_CHUNK_BYTES", "RunOutcome", "app", "stream"]
+__all__ = [
+    "PIPE_BYTES",
+    "PROGRESS_REFRESH_PER_SECOND",
+    "READ_CHUNK_BYTES",
+    "RunOutcome",
+    "app",
+    "stream",
+]
 
-READ_CHUNK_BYTES = 64 * 1024
-"""``run`` reads the command's pipe this many bytes at a time."""
+READ_CHUNK_BYTES = 256 * 1024
+"""``run`` reads the command's pipe up to this many bytes at a time.
+
+A fast command keeps the (widened) pipe full, so each read takes a large piece: the
+per-read work of the accumulator and writer is paid about 4 times less often than for
+64 KiB pieces. Larger reads measured no faster and cost memory (a 1 GiB output must peak
+within 4 MiB of a 1 MiB one)."""
+
+PIPE_BYTES = 1024 * 1024
+"""The command's pipe is widened to this size where the system allows (Linux
+``F_SETPIPE_SZ``, up to ``/proc/sys/fs/pipe-max-size``): the command can run further
+ahead of spillstore before it waits, which matters on a busy machine. The buffer is the
+kernel's, not spillstore's memory."""
 
 PROGRESS_REFRESH_PER_SECOND = 10
 """The live progress line on a terminal is redrawn this often."""
@@ -92,7 +111,7 @@ def run(
             "--retain",
             metavar="SIZE",
             help='Retention cap: the most bytes saved (first and last ones), or "off". '
-            "Default: $SPILLSTORE_RETENTION_BYTES, else 10MiB.",
+            "Default: $SPILLSTORE_RETENTION_BYTES, else 256MiB.",
         ),
     ] = None,
     tool_name: Annotated[
@@ -110,7 +129,7 @@ def run(
     """Run CMD, save its output, print what the model would see, exit with its status.
 
     stdout and stderr go through one pipe (merged in the order CMD wrote them), are read
-    64 KiB at a time with bounded memory, and the exit status is appended as the suffix
+    up to 256 KiB at a time with bounded memory, and the exit status is appended as the suffix
     ("exit code N"). On a terminal, a progress line shows on stderr while a large output
     streams.
     """
@@ -119,7 +138,7 @@ def run(
         fail("run: no command given; usage: spillstore run [OPTIONS] -- CMD [ARGS]...", EXIT_USAGE)
     with store_errors():
         chosen = _run_settings(ctx, max_bytes, retain)
-        store = open_store(chosen)
+        store = open_store(chosen, ctx)
     name = tool_name if tool_name is not None else os.path.basename(argv[0]) or "run"
     outcome = stream(argv, chosen, store, tool_name=name, tool_call_id=call_id)
     try:
@@ -221,6 +240,7 @@ def stream(
     proc = _start(argv)
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
+    _widen_pipe(fd)
     meter = _Meter(accumulator, chosen.retention_bytes) if progress else None
     try:
         with _signals_to(proc):
@@ -301,6 +321,16 @@ class _Meter:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+def _widen_pipe(fd: int) -> None:
+    """Ask for a :data:`PIPE_BYTES` pipe; keep the default where that is refused."""
+    import fcntl  # noqa: PLC0415
+
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    if set_size is not None:
+        with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep it
+            fcntl.fcntl(fd, set_size, PIPE_BYTES)
 
 
 def _start(argv: list[str]) -> subprocess.Popen[bytes]:

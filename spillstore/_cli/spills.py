@@ -58,7 +58,7 @@ def list_spills(
     with store_errors():
         chosen = settings(ctx)
         scope = None if all_sessions else chosen.session
-        metas = open_store(chosen).list(scope)
+        metas = open_store(chosen, ctx).list(scope)
     if global_options(ctx).json:
         emit_json({"session": scope, "spills": [record(m, SPILL_FIELDS) for m in metas]})
         return
@@ -90,7 +90,7 @@ def show(
 ) -> None:
     """Show a spill's metadata: sizes, stored ranges, sha256, suffix, path."""
     with store_errors():
-        store = open_store(settings(ctx))
+        store = open_store(settings(ctx), ctx)
         meta = store.stat(store.resolve(spill))
     if global_options(ctx).json:
         emit_json({"spill": record(meta, SPILL_FIELDS)})
@@ -132,7 +132,7 @@ def remove(
 
     results: list[dict[str, Any]] = []
     with store_errors():
-        store = open_store(settings(ctx))
+        store = open_store(settings(ctx), ctx)
         for spill in spills:
             try:
                 spill_id = store.resolve(spill)
@@ -200,7 +200,7 @@ def gc(
     total = None if max_total is None else size_option("--max-total", max_total)
     grace_seconds = duration_option("--grace", grace, allow_zero=True)
     with store_errors():
-        store = open_store(settings(ctx))
+        store = open_store(settings(ctx), ctx)
         report = store.gc(
             max_age=age,
             max_total_bytes=total,
@@ -220,7 +220,7 @@ def clean(
     """Remove EVERY spill of one session, whatever its age (asks first unless --yes)."""
     with store_errors():
         chosen = settings(ctx)
-        store = open_store(chosen)
+        store = open_store(chosen, ctx)
         metas = store.list(chosen.session)
     name = chosen.session
     if metas and not yes:

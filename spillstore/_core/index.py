@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,6 +51,9 @@ A byte-spaced index costs one ``bytes.count`` per block to build (no search for 
 k-th newline while streaming), bounds every lookup to scanning one block, and stays
 small: 1 GiB of output needs 32,768 checkpoints (512 KiB)."""
 
+
+_SMALL_PIECE_BYTES = 16 * 1024
+"""Pieces held for the tail cut below this size are copied together, larger ones kept."""
 
 # --------------------------------------------------------------------------- counting
 
@@ -245,13 +249,14 @@ class RetentionCut:
     """What a finished :class:`IndexBuilder` decided.
 
     Attributes:
-        final_parts: bytes still to append to the data file, in order.
+        final_parts: bytes still to append to the data file, in order (a part may be a
+            view of a larger buffer: no copy of the retained tail is made).
         stored_ranges: the original ranges the data file holds.
         total_bytes, total_lines: of the whole original output.
         index: the line index.
     """
 
-    final_parts: tuple[bytes, ...]
+    final_parts: tuple[bytes | memoryview, ...]
     stored_ranges: tuple[tuple[int, int], ...]
     total_bytes: int
     total_lines: int
@@ -296,13 +301,21 @@ class IndexBuilder:
         self._offsets = array("q", [0])
         self._counts = array("q", [0])
         self._boundary = bytearray()
-        self._ring = bytearray()
+        # The last bytes held past the head, as the pieces fed (no copies): at least the
+        # last ``_ring_cap`` of them, at most that plus one piece.
+        self._ring: deque[bytes | bytearray] = deque()
+        self._ring_bytes = 0
         self._last_byte = -1
 
     @property
     def total_bytes(self) -> int:
         """Bytes fed so far."""
         return self._total
+
+    @property
+    def newlines(self) -> int:
+        """Newlines in the bytes fed so far (each byte is counted once, as it is fed)."""
+        return self._newlines
 
     def feed(self, data: bytes, lo: int = 0, hi: int | None = None) -> bytes | memoryview:
         """Account for the next piece, ``data[lo:hi]``; return the part to store now.
@@ -350,12 +363,24 @@ class IndexBuilder:
         wanted = self._head + 1 - self._direct - len(self._boundary)
         if wanted > 0:
             self._boundary += view[:wanted]
+        ring = self._ring
         if len(view) >= self._ring_cap:
-            self._ring = bytearray(view[-self._ring_cap :])
+            ring.clear()
+            ring.append(bytes(view[-self._ring_cap :]))
+            self._ring_bytes = self._ring_cap
+            return
+        if len(view) < _SMALL_PIECE_BYTES:  # coalesced: a deque of tiny objects costs more
+            if ring and isinstance(ring[-1], bytearray) and len(ring[-1]) < _SMALL_PIECE_BYTES:
+                ring[-1] += view
+            else:
+                ring.append(bytearray(view))
+        elif lo == 0 and hi == len(piece) and type(piece) is bytes:
+            ring.append(piece)
         else:
-            self._ring += view
-            if len(self._ring) > 2 * self._ring_cap + (1 << 16):
-                del self._ring[: len(self._ring) - self._ring_cap]
+            ring.append(bytes(view))
+        self._ring_bytes += len(view)
+        while self._ring_bytes - len(ring[0]) >= self._ring_cap:
+            self._ring_bytes -= len(ring.popleft())
 
     def finish(self) -> RetentionCut:
         """Decide the cuts; return the parts still to write, the ranges and the index."""
@@ -364,11 +389,11 @@ class IndexBuilder:
         offsets, counts = self._offsets, self._counts
         if self._direct is None or self._cap is None or total <= self._cap:
             # Everything is stored; the ring holds [direct, total) if anything.
-            ring = bytes(self._ring)
+            ring = self._take_ring()
             if self._direct is not None and total > self._direct:
-                self._index_ring(ring, self._direct, total, self._newlines_at_direct)
+                self._index_ring(ring, 0, self._direct, total, self._newlines_at_direct)
             ranges: tuple[tuple[int, int], ...] = ((0, total),) if total else ()
-            parts: tuple[bytes, ...] = (ring,) if ring else ()
+            parts: tuple[bytes | memoryview, ...] = (ring,) if ring else ()
         else:
             assert self._head is not None
             head_end = cut_head(bytes(self._boundary), self._direct, self._head)
@@ -376,11 +401,11 @@ class IndexBuilder:
             if head_end > offsets[-1]:
                 offsets.append(head_end)
                 counts.append(self._newlines_at_direct + head_extra.count(b"\n"))
-            ring = bytes(self._ring)
+            ring = self._take_ring()
             ring_start = total - len(ring)
             ring_newlines = self._newlines - ring.count(b"\n")
             tail_start = cut_tail(ring, ring_start, total - self._tail) if self._tail else total
-            parts = (head_extra, ring[tail_start - ring_start :])
+            parts = (head_extra, memoryview(ring)[tail_start - ring_start :])
             ranges = tuple(r for r in ((0, head_end), (tail_start, total)) if r[1] > r[0])
             if tail_start < total:
                 before = tail_start - 1
@@ -388,9 +413,9 @@ class IndexBuilder:
                 if before > offsets[-1]:
                     offsets.append(before)
                     counts.append(nl_before)
-                tail = ring[tail_start - ring_start :]
                 self._index_ring(
-                    tail,
+                    ring,
+                    tail_start - ring_start,
                     tail_start,
                     total,
                     nl_before + (1 if ring[before - ring_start] == 0x0A else 0),
@@ -408,16 +433,24 @@ class IndexBuilder:
             index=index,
         )
 
-    def _index_ring(self, data: bytes, origin: int, total: int, newlines_before: int) -> None:
-        # data holds the original bytes [origin, total); newlines_before counts [0, origin).
+    def _take_ring(self) -> bytes:
+        ring = b"".join(self._ring)
+        self._ring.clear()  # one copy of the tail in memory, not two
+        return ring
+
+    def _index_ring(
+        self, data: bytes, lo: int, origin: int, total: int, newlines_before: int
+    ) -> None:
+        # data[lo:] holds the original bytes [origin, total); newlines_before counts
+        # [0, origin).
         if origin > self._offsets[-1]:
             self._offsets.append(origin)
             self._counts.append(newlines_before)
         running = newlines_before
-        position = 0
+        position = lo
         next_mark = origin // self._block * self._block + self._block
         while next_mark < total:
-            cut = next_mark - origin
+            cut = lo + next_mark - origin
             running += data.count(b"\n", position, cut)
             self._offsets.append(next_mark)
             self._counts.append(running)

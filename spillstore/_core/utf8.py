@@ -19,7 +19,6 @@ from typing import TypeVar
 
 __all__ = [
     "ENCODE_ERRORS",
-    "Utf8Check",
     "continues_character",
     "encode",
     "hash_and_size",
@@ -103,38 +102,6 @@ def hash_and_size(value: str | bytes | Iterable[str | bytes]) -> tuple[str, int]
 def is_continuation(byte: int) -> bool:
     """Whether ``byte`` continues a UTF-8 sequence (``10xxxxxx``) rather than starting one."""
     return byte & 0xC0 == 0x80
-
-
-class Utf8Check:
-    """Whether bytes fed in pieces are valid UTF-8 (a sequence may span two pieces).
-
-    ASCII pieces between whole characters cost one ``isascii``; the rest goes through
-    an incremental decoder, until the first invalid byte settles the answer.
-    """
-
-    __slots__ = ("_decoder", "invalid")
-
-    def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self.invalid = False
-
-    def update(self, data: bytes) -> None:
-        """Take the next piece."""
-        if self.invalid or (data.isascii() and not self._decoder.getstate()[0]):
-            return
-        try:
-            self._decoder.decode(data)
-        except UnicodeDecodeError:
-            self.invalid = True
-
-    def finish(self) -> bool:
-        """Whether everything taken was valid UTF-8 (a sequence cut off at the end is not)."""
-        if not self.invalid:
-            try:
-                self._decoder.decode(b"", final=True)
-            except UnicodeDecodeError:
-                self.invalid = True
-        return not self.invalid
 
 
 def _sequence_length(lead: int) -> int:

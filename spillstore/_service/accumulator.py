@@ -4,8 +4,11 @@ A subprocess pipe or a streaming tool hands over chunks as they come. The accumu
 keeps up to the inline budget in memory; the moment the output outgrows it, it opens a
 store writer, hands it what it kept, and from then on streams every chunk straight
 through, keeping only the first bytes (for the head preview) and a small ring of the
-last bytes (for the tail). Sizes, newlines and the hash are counted as it goes (the
-store writer hashes; the accumulator counts newlines, which costs a ``bytes.count``).
+last bytes (for the tail). Sizes and newlines are counted as it goes, once: the store
+writer counts newlines; only if the store fails does the accumulator count the rest
+itself, for the "not saved" preview. The accumulator hashes and checks UTF-8 validity of
+the bytes past the budget itself too, so a "not saved" preview states the real sha256
+and validity (the writer's hash of the bytes before a failure is lost with it).
 
 When the stream ends, :meth:`~OutputAccumulator.ok` or :meth:`~OutputAccumulator.error`
 finishes it with a suffix that no cap can drop, and returns the same kind of result
@@ -17,10 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from spillstore._content import TextPart, ToolResult
-from spillstore._core.utf8 import Utf8Check, encode, utf8_size
+from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import UsageError
 from spillstore._service.decide import SpillArgs, result_flow, spill_args
 from spillstore._service.flow import (
@@ -35,7 +39,8 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.render import render
-from spillstore._service.sides import strict, suffix_flow
+from spillstore._service.sides import strict, suffix_flow, validate
+from spillstore._stores.writer import Utf8Check
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
@@ -109,7 +114,6 @@ class OutputAccumulator:
             raise UsageError(_MIXED)
         data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
         self._total += len(data)
-        self._newlines += data.count(b"\n")
         if not self.spilling:
             self._buffer += data
             if len(self._buffer) <= self._budget:
@@ -117,10 +121,33 @@ class OutputAccumulator:
             self._head = bytes(self._buffer[: self._keep_head])
             data, self._buffer = bytes(self._buffer), bytearray()
         self._hasher.update(data)  # only bytes past the budget: a small output costs nothing
-        self._utf8.update(data)
+        validate(self._utf8, data)
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
-        return None if self._write_error is not None else data
+        if self._write_error is not None:
+            self._newlines += data.count(b"\n")  # no writer counts them any more
+            return None
+        return data
+
+    def _count_after_failure(
+        self, counted: tuple[int, int], rest: Sequence[bytes | bytearray | memoryview | str]
+    ) -> None:
+        """Once the store failed: the newlines so far, for the "not saved" preview.
+
+        While a writer works it is the one that counts newlines (each byte is counted
+        once); ``counted`` is its ``(total_bytes, newlines)``. The output's bytes past
+        its total are the end of ``rest``, the chunks whose hand-over failed.
+        """
+        written, newlines = counted
+        missing = self._total - written
+        for chunk in reversed(rest):
+            if missing <= 0:
+                break
+            data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
+            part = data[-missing:] if missing < len(data) else data
+            newlines += part.count(b"\n")
+            missing -= len(part)
+        self._newlines = newlines
 
     def _spill_args(self) -> SpillArgs:
         return spill_args(self._host, self._tool_name, self._tool_call_id)
@@ -150,7 +177,7 @@ class OutputAccumulator:
             # output, so they are what is saved, measured and ranged.
             self._head, self._tail = raw[: self._keep_head], bytearray(raw[-self._keep_tail :])
             self._hasher.update(raw)
-            self._utf8.update(raw)
+            validate(self._utf8, raw)
             try:
                 saved = yield call(
                     host.store.put,
@@ -194,7 +221,7 @@ class OutputAccumulator:
                 self._writer = self._host.store.writer(**self._spill_args())
             self._writer.write(data)
         except STORE_FAILURES as exc:  # spilling must never fail the tool call
-            self._fail(exc)
+            self._fail(exc, data)
 
     def ok(self, suffix: str | None = None) -> ToolResult:
         """Finish a successful run; ``suffix`` (e.g. ``"exit code 0"``) always shows."""
@@ -208,10 +235,13 @@ class OutputAccumulator:
         assert self._writer is not None  # _finish_flow refused a mix
         return self._writer.commit(suffix=_stored(suffix))
 
-    def _fail(self, exc: Exception) -> Exception:
-        """Remember why spilling failed; the sync writer (if any) is dropped."""
+    def _fail(self, exc: Exception, failed: bytes = b"") -> Exception:
+        """Remember why spilling failed (on ``failed``, the chunk being written, if any);
+        the sync writer (if any) is dropped."""
         self._write_error = exc
         writer, self._writer = self._writer, None
+        counted = (0, 0) if writer is None else (writer.total_bytes, writer.newlines)
+        self._count_after_failure(counted, (failed,))
         if writer is not None:
             with contextlib.suppress(*STORE_FAILURES):  # the first error is the one to report
                 writer.abort()
@@ -229,7 +259,7 @@ class OutputAccumulator:
                 self._awriter = self._host.store.awriter(**self._spill_args())
             await self._awriter.write(data)
         except STORE_FAILURES as exc:
-            await self._afail(exc)
+            await self._afail(exc, data)
 
     async def aok(self, suffix: str | None = None) -> ToolResult:
         """Async twin of :meth:`ok`."""
@@ -243,10 +273,16 @@ class OutputAccumulator:
         assert self._awriter is not None  # _finish_flow refused a mix
         return await self._awriter.commit(suffix=_stored(suffix))
 
-    async def _afail(self, exc: Exception) -> Exception:
-        """Async twin of :meth:`_fail`."""
+    async def _afail(self, exc: Exception, failed: bytes = b"") -> Exception:
+        """Async twin of :meth:`_fail` (the async writer batches: its failed batch ends
+        with ``failed``)."""
         self._write_error = exc
         writer, self._awriter = self._awriter, None
+        if writer is None:
+            self._count_after_failure((0, 0), (failed,))
+        else:
+            rest = writer.failed_batch or (failed,)
+            self._count_after_failure((writer.total_bytes, writer.newlines), rest)
         if writer is not None:
             with contextlib.suppress(*STORE_FAILURES):
                 await writer.abort()

@@ -21,7 +21,7 @@ from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, Tex
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
-from spillstore._core.utf8 import Utf8Check, hash_and_size, head, utf8_size
+from spillstore._core.utf8 import hash_and_size, head, utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.flow import (
     SLACK,
@@ -43,7 +43,9 @@ from spillstore._service.sides import (
     strict,
     suffix_flow,
     suffix_view,
+    validate,
 )
+from spillstore._stores.writer import Utf8Check
 
 if TYPE_CHECKING:
     from spillstore._settings import Settings
@@ -138,7 +140,13 @@ def _file_flow(
     counted: Measure | None = None
     saved: SpillMeta | Exception
     try:
-        small = yield blocking(_read_if_small, path, host.settings.max_bytes)
+        # What else the model sees (the suffix, blobs) counts when the file's bytes are
+        # invalid UTF-8: their decoded text must fit beside it, or they are adopted raw.
+        whole = result.suffix or ""
+        others_size = (utf8_size(whole) + 1 if whole else 0) + sum(
+            blob_cost(p) for p in others if isinstance(p, MediaPart) and is_blob(p, host)
+        )
+        small = yield blocking(_read_if_small, path, host.settings.max_bytes, others_size)
         if small is not None:
             inline = _inline_file(result, small)
             return (yield from result_flow(host, inline, tool_name, tool_call_id))
@@ -223,6 +231,7 @@ def prepare(
     ):
         return result if not suffix else _inline(result, suffix)
     suffix = bounded_suffix(suffix, budget)
+    texts = texts or [""]  # only blobs or a suffix over the budget: the text is empty
     shaped = None
     if settings.max_line_bytes is not None:
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
@@ -303,7 +312,7 @@ def _ends_with_newline(texts: Sequence[str]) -> bool:
     return False
 
 
-def _read_if_small(path: str, budget: int) -> str | None:
+def _read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
     """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -321,7 +330,7 @@ def _read_if_small(path: str, budget: int) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:  # invalid bytes that outgrow the budget once decoded are
         text = data.decode("utf-8", "replace")  # adopted raw, never saved decoded
-    return text if utf8_size(text) <= budget else None
+    return text if utf8_size(text) + others_size <= budget else None
 
 
 def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
@@ -334,7 +343,7 @@ def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, byte
     with open(path, "rb") as file:
         while chunk := file.read(_READ_CHUNK):
             hasher.update(chunk)
-            utf8.update(chunk)
+            validate(utf8, chunk)
             newlines += chunk.count(b"\n")
             total += len(chunk)
             if len(first) < head_bytes:

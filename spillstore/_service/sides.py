@@ -26,6 +26,7 @@ from spillstore._service.flow import STORE_FAILURES, Flow, Host, call
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
+    from spillstore._stores.writer import Utf8Check
 
 __all__ = [
     "blob_bytes",
@@ -38,6 +39,7 @@ __all__ = [
     "suffix_cap",
     "suffix_flow",
     "suffix_view",
+    "validate",
 ]
 
 log = logging.getLogger("spillstore")
@@ -52,6 +54,12 @@ _REASON_BYTES = 120
 def strict(text: str) -> str:
     """``text`` as strict UTF-8: each lone surrogate becomes U+FFFD (same byte size)."""
     return text if text.isascii() else encode(text).decode("utf-8")
+
+
+def validate(check: Utf8Check, data: bytes) -> None:
+    """Feed ``data`` to ``check`` (the store writer's validator); ASCII costs one isascii."""
+    if check.valid and (check.pending or not data.isascii()):
+        check.feed(data)
 
 
 def is_blob(part: Part, host: Host) -> bool:
@@ -119,11 +127,11 @@ def spill_blobs(host: Host, parts: list[Part], args: Mapping[str, Any]) -> Flow[
     The notices stay within ``max_bytes // MAX_BLOB_NOTICES_SHARE``: blobs past that
     are saved all the same and named together by one closing notice.
     """
-    closing = _closing_notice(10**6)
+    closing = _closing_notice(10**6, 10**6)
     room = blob_room(host.settings.max_bytes, 1) - utf8_size(closing) - 1
     out: list[Part] = []
     used = 0
-    unnamed = 0
+    unnamed = [0, 0]  # blobs past the notices' room: saved, not saved
     for part in parts:
         if not (isinstance(part, MediaPart) and is_blob(part, host)):
             out.append(part)
@@ -132,19 +140,21 @@ def spill_blobs(host: Host, parts: list[Part], args: Mapping[str, Any]) -> Flow[
         saved = yield from side_flow(host, data, args)
         notice = blob_notice(host, part, len(data), saved)
         if used + utf8_size(notice) + 1 > room:
-            unnamed += 1
+            unnamed[isinstance(saved, Exception)] += 1
             continue
         used += utf8_size(notice) + 1
         out.append(TextPart(notice))
-    if unnamed:
-        out.append(TextPart(_closing_notice(unnamed)))
+    if any(unnamed):
+        out.append(TextPart(_closing_notice(*unnamed)))
     return out
 
 
-def _closing_notice(unnamed: int) -> str:
+def _closing_notice(saved: int, failed: int) -> str:
+    """The one notice for the blobs past the notices' room."""
     return (
-        f"[{unnamed} more blob(s) were saved as spills of their own (or not, for a store"
-        " that failed), not named here: the spill list of this session shows them]"
+        f"[{saved + failed} more blob(s), not named here: {saved} saved as spills of their"
+        f" own (the spill list of this session shows them), {failed} NOT saved (the store"
+        " failed)]"
     )
 
 

@@ -195,8 +195,12 @@ class Backend(abc.ABC):
 
     def _orphans(
         self, session: str | None, *, now: float, grace: float
-    ) -> builtins.list[tuple[GcEntry, Callable[[], None]]]:
-        """Return leftovers of dead writers older than ``grace``, with their removers."""
+    ) -> builtins.list[tuple[GcEntry, Callable[[], bool]]]:
+        """Return leftovers of dead writers older than ``grace``, with their removers.
+
+        A remover may decide again, from a fresh view, and returns whether it removed
+        the leftover (only removed ones are reported).
+        """
         return []
 
     def _after_gc(self, *, now: float) -> None:  # noqa: B027 - optional hook

@@ -69,8 +69,8 @@ class CleanupOps(Backend):
                 self._remove(meta, reason="session", now=now)
                 entries.append(_entry(meta, "session"))
             for entry, remove in self._orphans(session, now=now, grace=grace):
-                remove()
-                entries.append(entry)
+                if remove():
+                    entries.append(entry)
         report = GcReport.of(entries, dry_run=False)
         logger.info(
             "cleaned session %s: %s entries, %s bytes", session, len(entries), report.bytes_freed
@@ -133,9 +133,8 @@ class CleanupOps(Backend):
                     self._remove(meta, reason=reason, now=now)
                 entries.append(_entry(meta, reason))
             for entry, remove in self._orphans(None, now=now, grace=grace):
-                if not dry_run:
-                    remove()
-                entries.append(entry)
+                if dry_run or remove():
+                    entries.append(entry)
             if not dry_run:
                 self._after_gc(now=now)
         report = GcReport.of(entries, dry_run=dry_run)

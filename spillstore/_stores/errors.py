@@ -22,6 +22,7 @@ _REMOVAL_REASONS = {
     "total_bytes": "collected by gc to keep the store under max_total_bytes",
     "max_files": "collected by gc to keep the store under max_files",
     "session": "removed when its session was cleaned",
+    "check": "removed by spillstore check --fix as damaged",
 }
 
 

@@ -36,37 +36,53 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 import platformdirs
 
 from spillstore._core.gc_plan import GcEntry
 from spillstore._core.ids import is_session, is_spill_id
-from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES, DEFAULT_RETENTION_BYTES
+from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES
 from spillstore._errors import PathOutsideStore, StoreError
 from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
+from spillstore._stores.local_check import CheckReport, audit
 from spillstore._stores.local_files import (
-    READ_FLAGS,
-    TEMP_RE,
+    CREATE_FLAGS,
     LocalReader,
     LocalRoot,
     check_dir,
     make_dirs,
     read_all,
+    temp_name,
     unlink_quiet,
     write_all,
 )
+from spillstore._stores.local_gc import (
+    in_use,
+    is_orphan_name,
+    open_lock_file,
+    remove_orphan,
+    remove_session_dir,
+)
+from spillstore._stores.local_marks import STORE_FORMAT, mark_root, refuse_special_root
 from spillstore._stores.local_sink import LocalSink
 from spillstore._stores.meta import MAX_INDEX_BYTES, SpillMeta, tombstone_record
 from spillstore._stores.writer import Sink
+from spillstore._twins import method_twin
 
-__all__ = ["ENV_DIR", "TOMBSTONE_TTL_SECONDS", "LocalStore"]
+__all__ = ["ENV_DIR", "LOCAL_RETENTION_BYTES", "TOMBSTONE_TTL_SECONDS", "LocalStore"]
 
 logger = logging.getLogger("spillstore")
 
 ENV_DIR = "SPILLSTORE_DIR"
 """The environment variable that sets the root when no argument is given."""
+
+LOCAL_RETENTION_BYTES = 256 * 1024 * 1024
+"""The local store's default retention cap. Spills stream to disk with flat memory, so
+the cap only bounds disk use; 10 MiB (the in-memory default) cut the middle of every
+15 MB log."""
 
 TOMBSTONE_TTL_SECONDS = 7 * 24 * 3600.0
 """How long a removed spill's id is remembered (``gc`` prunes older tombstones)."""
@@ -80,24 +96,33 @@ class LocalStore(Store):
             ``user_cache_dir("spillstore")``. Missing directories are created one level
             at a time, mode 0700.
         clock: epoch seconds, for ``created_at`` and ``gc``.
-        retention_bytes: default retention cap (None: keep everything).
+        retention_bytes: default retention cap (None: keep everything). Default 256 MiB
+            (:data:`LOCAL_RETENTION_BYTES`): local spills stream to disk with flat memory.
         retained_tail_bytes: default tail kept past the cap.
         tombstone_ttl: seconds a removed spill's id is remembered as expired.
+        force_root: use a root that is ``/``, the home directory, or a non-empty
+            directory that is not a store (it is then marked as one).
 
     Raises:
         UnsafeStoreRoot: the root is a symlink, owned by another user, or writable by
-            group or others. spillstore never chmods it.
+            group or others (spillstore never chmods it); or it is ``/``, the home
+            directory, or a non-empty directory without the store's marker (see
+            :mod:`~spillstore._stores.local_marks`) and ``force_root`` is false.
         StoreError: the root cannot be created.
     """
+
+    _FORMAT: ClassVar[int] = STORE_FORMAT
+    """The on-disk format this class keeps (see :mod:`~spillstore._stores.local_marks`)."""
 
     def __init__(
         self,
         root: str | os.PathLike[str] | None = None,
         *,
         clock: Callable[[], float] = time.time,
-        retention_bytes: int | None = DEFAULT_RETENTION_BYTES,
+        retention_bytes: int | None = LOCAL_RETENTION_BYTES,
         retained_tail_bytes: int = DEFAULT_RETAINED_TAIL_BYTES,
         tombstone_ttl: float = TOMBSTONE_TTL_SECONDS,
+        force_root: bool = False,
     ) -> None:
         super().__init__(
             clock=clock, retention_bytes=retention_bytes, retained_tail_bytes=retained_tail_bytes
@@ -105,10 +130,13 @@ class LocalStore(Store):
         if root is None:
             root = os.environ.get(ENV_DIR) or platformdirs.user_cache_dir("spillstore")
         path = os.path.abspath(os.fspath(root))
+        if not force_root:
+            refuse_special_root(path)
         with map_os_errors(f"cannot create the store root {path}"):
             make_dirs(path)
             check_dir(os.lstat(path), path, "store root")
-        self._root = LocalRoot(path)
+            self._root = LocalRoot(path)
+            mark_root(self._root, force=force_root, fmt=self._FORMAT)
         self._tombstone_ttl = tombstone_ttl
 
     @property
@@ -152,8 +180,12 @@ class LocalStore(Store):
                 for spill_id in ids:
                     try:
                         meta = self._root.load_meta(dir_fd, name, spill_id)
-                    except StoreError as exc:
-                        logger.warning("skipping spill %s: %s", spill_id, exc)
+                    except StoreError as exc:  # one bad entry never hides the others
+                        logger.warning(
+                            "skipping spill %s (spillstore check lists it): %s",
+                            spill_id,
+                            exc.strerror or exc,
+                        )
                         continue
                     if meta is not None:
                         self._root.remember_session(spill_id, name)
@@ -180,30 +212,54 @@ class LocalStore(Store):
                 os.close(fd)
 
     def _remove(self, meta: SpillMeta, *, reason: str, now: float) -> bool:
-        spill_id = meta.spill_id
+        return self._remove_names(meta.session, meta.spill_id, reason=reason, now=now)
+
+    def _remove_names(self, session: str, spill_id: str, *, reason: str, now: float) -> bool:
+        """Tombstone a spill, then unlink its names (sidecar first); whether it was there."""
         with (
             map_os_errors(f"cannot remove spill {spill_id}"),
-            self._root.session_dir(meta.session) as dir_fd,
+            self._root.session_dir(session) as dir_fd,
         ):
             if dir_fd < 0:
                 return False
-            try:
-                fd = os.open(
-                    f"{spill_id}.gone",
-                    os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    0o600,
-                    dir_fd=dir_fd,
-                )
+            try:  # a new file renamed over the name: never written through a link
+                temp = temp_name("gone")
+                fd = os.open(temp, CREATE_FLAGS, 0o600, dir_fd=dir_fd)
                 try:
                     write_all(fd, tombstone_record(reason, now))
+                    os.replace(temp, f"{spill_id}.gone", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
                 finally:
                     os.close(fd)
+                    unlink_quiet(temp, dir_fd)
             except OSError as exc:  # removing must work even on a full disk
                 logger.warning("no tombstone for spill %s: %s", spill_id, exc)
             removed = unlink_quiet(f"{spill_id}.json", dir_fd)
             unlink_quiet(f"{spill_id}.out", dir_fd)
             unlink_quiet(f"{spill_id}.idx", dir_fd)
         return removed
+
+    def check(self, *, fix: bool = False) -> CheckReport:
+        """List orphans, torn spills, bad entries and loose permissions; repair with ``fix``.
+
+        See :mod:`~spillstore._stores.local_check` for what is found and how it is
+        repaired. Names spillstore does not make are reported and never touched.
+        """
+        with self._cleaner_lock():
+            now = self._clock()
+
+            def remove(session: str, spill_id: str) -> None:
+                self._remove_names(session, spill_id, reason="check", now=now)
+
+            with map_os_errors("cannot check the store"):
+                return audit(
+                    self._root,
+                    fix=fix,
+                    remove_spill=remove,
+                    recorded=self._recorded,
+                    published=self._published,
+                )
+
+    acheck = method_twin(check)
 
     # ----------------------------------------------------------------- hooks
 
@@ -212,12 +268,7 @@ class LocalStore(Store):
         with super()._cleaner_lock(), map_os_errors("cannot take the cleaner lock"):
             root_fd = self._root.open()
             try:
-                fd = os.open(
-                    ".gc.lock",
-                    os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    0o600,
-                    dir_fd=root_fd,
-                )
+                fd = open_lock_file(root_fd, ".gc.lock")
             finally:
                 os.close(root_fd)
             try:
@@ -228,20 +279,21 @@ class LocalStore(Store):
 
     def _orphans(
         self, session: str | None, *, now: float, grace: float
-    ) -> builtins.list[tuple[GcEntry, Callable[[], None]]]:
-        found: builtins.list[tuple[GcEntry, Callable[[], None]]] = []
+    ) -> builtins.list[tuple[GcEntry, Callable[[], bool]]]:
+        found: builtins.list[tuple[GcEntry, Callable[[], bool]]] = []
         with map_os_errors("cannot scan for leftovers"):
             for name, dir_fd, listed in self._root.scan(session):
                 entries = [e for e in listed if e.is_file(follow_symlinks=False)]
                 names = {e.name for e in entries}
+                names |= {f"{spill_id}.json" for spill_id in self._recorded(name)}
                 for entry in entries:
-                    if not _is_orphan(entry.name, names):
+                    if not is_orphan_name(entry.name, names):
                         continue
                     try:
                         st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:  # its writer just finished
                         continue
-                    if now - st.st_mtime < grace or _in_use(entry.name, dir_fd):
+                    if now - st.st_mtime < grace or in_use(entry.name, dir_fd):
                         continue
                     found.append(
                         (
@@ -258,13 +310,28 @@ class LocalStore(Store):
                     )
         return found
 
-    def _unlinker(self, session: str, name: str) -> Callable[[], None]:
-        def remove() -> None:
+    def _unlinker(self, session: str, name: str) -> Callable[[], bool]:
+        def remove() -> bool:  # decided again, under the file's lock (see local_gc)
             with self._root.session_dir(session) as dir_fd:
-                if dir_fd >= 0:
-                    unlink_quiet(name, dir_fd)
+                return dir_fd >= 0 and remove_orphan(name, dir_fd, self._published(dir_fd))
 
         return remove
+
+    def _published(self, dir_fd: int) -> Callable[[str], bool]:
+        """Whether the spill ``spill_id`` of the session ``dir_fd`` is visible (read fresh)."""
+
+        def published(spill_id: str) -> bool:
+            try:
+                os.stat(f"{spill_id}.json", dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            return True
+
+        return published
+
+    def _recorded(self, session: str) -> set[str]:
+        """The ids of ``session`` whose record is not a file of the session (catalog)."""
+        return set()
 
     def _after_gc(self, *, now: float) -> None:
         with map_os_errors("cannot prune tombstones"):
@@ -284,11 +351,11 @@ class LocalStore(Store):
                         unlink_quiet(entry.name, dir_fd)
                 root_fd = self._root.open()
                 try:
-                    # Only an empty directory goes; a writer that loses the race retries.
-                    with contextlib.suppress(OSError):
-                        st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
-                        if now - st.st_mtime > self._tombstone_ttl:
-                            os.rmdir(name, dir_fd=root_fd)
+                    # Only a marked, empty directory goes; a writer that loses the race
+                    # retries.
+                    st = os.fstat(dir_fd)
+                    if now - st.st_mtime > self._tombstone_ttl:
+                        remove_session_dir(self._root, name, root_fd)
                 finally:
                     os.close(root_fd)
 
@@ -329,34 +396,12 @@ class LocalStore(Store):
             or (retention_bytes is not None and st.st_size > retention_bytes)
         ):
             return None
-        sink = LocalSink(self._root, session)
+        sink = self._create(session)
+        assert isinstance(sink, LocalSink)
         if not sink.adopt(path, st):
             sink.discard()
             return None
         return sink, sink.fd
-
-
-def _is_orphan(name: str, names: set[str]) -> bool:
-    """A temp file, or a data/index file whose sidecar was never written."""
-    if TEMP_RE.fullmatch(name):
-        return True
-    stem, dot, ext = name.rpartition(".")
-    return bool(dot) and ext in ("out", "idx") and is_spill_id(stem) and f"{stem}.json" not in names
-
-
-def _in_use(name: str, dir_fd: int) -> bool:
-    """Whether a live writer holds the file's lock."""
-    try:
-        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def _check_data(fd: int, meta: SpillMeta) -> None:

@@ -37,7 +37,9 @@ from spillstore._stores.meta import (
 
 __all__ = [
     "CREATE_FLAGS",
+    "DIR_FLAGS",
     "READ_FLAGS",
+    "SESSION_MARKER",
     "TEMP_RE",
     "LocalReader",
     "LocalRoot",
@@ -54,11 +56,17 @@ logger = logging.getLogger("spillstore")
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json)")
-"""The name of a file being written (data, index or sidecar)."""
+TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json|gone|mark)")
+"""The name of a file being written (data, index, sidecar, tombstone or marker)."""
+
+SESSION_MARKER: Final = ".session"
+"""The empty file in every session directory the store created (``gc`` removes only
+those directories)."""
 
 SESSION_CACHE_SIZE: Final = 65536
-"""Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions)."""
+"""Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions),
+and sidecars whose parsed form is kept with their bytes (the same bytes are not parsed
+again)."""
 
 
 def temp_name(ext: str) -> str:
@@ -186,6 +194,7 @@ class LocalRoot:
         self.path = path
         self.real_path = os.path.realpath(path)
         self._sessions: BoundedCache[str, str] = BoundedCache(SESSION_CACHE_SIZE)
+        self._metas: BoundedCache[str, tuple[bytes, SpillMeta]] = BoundedCache(SESSION_CACHE_SIZE)
 
     def open(self) -> int:
         """Open the root directory, checked again (it may have been swapped since)."""
@@ -211,6 +220,7 @@ class LocalRoot:
         validate_session(session)
         root_fd = self.open()
         path = os.path.join(self.path, session)
+        made = False
         try:
             try:
                 fd = os.open(session, DIR_FLAGS, dir_fd=root_fd)
@@ -219,6 +229,7 @@ class LocalRoot:
                     return -1
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(session, 0o700, dir_fd=root_fd)
+                    made = True
                 fd = os.open(session, DIR_FLAGS, dir_fd=root_fd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -233,7 +244,22 @@ class LocalRoot:
         except BaseException:
             os.close(fd)
             raise
+        if made:
+            self.mark_session(fd)
         return fd
+
+    @staticmethod
+    def mark_session(dir_fd: int) -> None:
+        """Mark a session directory as the store's (an empty ``.session``; idempotent).
+
+        Best effort: an unmarked session directory is only never removed by ``gc``.
+        """
+        try:
+            os.close(os.open(SESSION_MARKER, CREATE_FLAGS, 0o600, dir_fd=dir_fd))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            logger.warning("session directory not marked: %s", exc)
 
     @contextlib.contextmanager
     def session_dir(self, session: str) -> Iterator[int]:
@@ -264,15 +290,26 @@ class LocalRoot:
         """Yield ``(session, dir_fd, entries)`` for ``session``, or for every session.
 
         A session directory that does not exist is skipped; ``dir_fd`` stays open until
-        the next item is asked for.
+        the next item is asked for. When scanning every session, a session directory
+        that cannot be used (a symlink, another user's, writable by others) is skipped
+        with a warning, so one bad entry never stops the others.
         """
         for name in [session] if session is not None else self.session_names():
-            with self.session_dir(name) as dir_fd:
-                if dir_fd < 0:
-                    continue
-                with os.scandir(dir_fd) as entries:
+            try:
+                fd = self.open_session(name, create=False)
+            except StoreError as exc:
+                if session is not None:
+                    raise
+                logger.warning("skipping session %s: %s", name, exc.strerror or exc)
+                continue
+            if fd < 0:
+                continue
+            try:
+                with os.scandir(fd) as entries:
                     listed = builtins.list(entries)
-                yield name, dir_fd, listed
+                yield name, fd, listed
+            finally:
+                os.close(fd)
 
     def data_path(self, meta: SpillMeta) -> str:
         """The absolute path of a spill's data file (symlinks in the root resolved)."""
@@ -304,10 +341,17 @@ class LocalRoot:
             fd = os.open(f"{spill_id}.json", READ_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
             return None
+        except OSError as exc:  # ELOOP: a symlink; the entry is bad, not the store
+            raise StoreError(
+                exc.errno, f"the sidecar of spill {spill_id} cannot be opened: {exc.strerror}"
+            ) from exc
         try:
             raw = read_all(fd, MAX_SIDECAR_BYTES, f"the sidecar of spill {spill_id}")
         finally:
             os.close(fd)
+        cached = self._metas.get(spill_id)
+        if cached is not None and cached[0] == raw and cached[1].session == session:
+            return cached[1]  # the same sidecar bytes in the same place: parsed before
         try:
             meta = SpillMeta.model_validate_json(raw)
         except ValidationError as exc:
@@ -316,13 +360,18 @@ class LocalRoot:
             raise StoreError(
                 errno.EINVAL, f"the sidecar of spill {spill_id} names another spill or session"
             )
-        return meta.model_copy(update={"path": self.data_path(meta)})
+        meta = meta.model_copy(update={"path": self.data_path(meta)})
+        self._metas.put(spill_id, (raw, meta))
+        return meta
 
     def tombstone(self, dir_fd: int, spill_id: str) -> tuple[str | None, float | None] | None:
         """A removed spill's ``(reason, removed_at)``; None if it has no tombstone."""
         try:
             fd = os.open(f"{spill_id}.gone", READ_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.warning("unreadable tombstone of spill %s: %s", spill_id, exc)
             return None
         try:
             raw = read_all(fd, TOMBSTONE_MAX_BYTES, "a tombstone")

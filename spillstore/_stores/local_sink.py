@@ -8,15 +8,15 @@ is returned). Data goes first, then the index, then the sidecar LAST, then the
 directory is fsynced. Any ``write``/``fsync``/``link`` failure (ENOSPC, EIO, EACCES, ...)
 removes everything of that spill and raises one :class:`~spillstore.StoreError`.
 
-Writers hold an ``flock`` on their temp file until they finish, so ``gc`` never removes
-the files of a writer that is still alive, even a slow one.
+Writers lock (``flock``) each temp file as soon as it exists, and keep the data file's
+lock until the sidecar is linked, so ``gc`` never removes the files of a writer that is
+still alive, even a slow one (the protocol is in :mod:`~spillstore._stores.local_gc`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import logging
 import os
 import stat
@@ -32,6 +32,7 @@ from spillstore._stores.local_files import (
     unlink_quiet,
     write_all,
 )
+from spillstore._stores.local_gc import lock_new
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink
 
@@ -64,7 +65,7 @@ class LocalSink(Sink):
         if self._fd >= 0:
             return
         with map_os_errors(f"cannot start a spill in session {self._session}"):
-            for attempt in range(3):
+            for attempt in range(5):
                 self._dir_fd = self._root.open_session(self._session, create=True)
                 name = temp_name("out")
                 try:
@@ -73,13 +74,17 @@ class LocalSink(Sink):
                     # gc removed the (empty, old) session directory under us: redo it.
                     os.close(self._dir_fd)
                     self._dir_fd = -1
-                    if attempt == 2:
+                    if attempt == 4:
                         raise
                     continue
                 self._data_temp = name
                 self._temps.append(name)
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
+                if lock_new(self._fd, name, self._dir_fd):
+                    return
+                # A cleaner removed it before we locked it: start over.
+                self._temps.remove(name)
+                self._close()
+            raise StoreError(errno.EAGAIN, "cannot start a spill: its temp files keep vanishing")
 
     def adopt(self, source: str, source_stat: os.stat_result) -> bool:
         """Hard-link ``source`` in as this spill's data; return False if impossible."""
@@ -96,7 +101,9 @@ class LocalSink(Sink):
             self._temps.append(name)
             self._data_temp = name
             self._fd = os.open(name, READ_FLAGS, dir_fd=self._dir_fd)
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not lock_new(self._fd, name, self._dir_fd):
+                self.discard()
+                return False
             st = os.fstat(self._fd)
         except OSError as exc:
             self.discard()
@@ -140,11 +147,16 @@ class LocalSink(Sink):
         return True
 
     def _write_small(self, final: str, payload: bytes) -> bool:
-        temp = temp_name(final.rsplit(".", 1)[1])
-        fd = os.open(temp, CREATE_FLAGS, 0o600, dir_fd=self._dir_fd)
+        for _ in range(5):
+            temp = temp_name(final.rsplit(".", 1)[1])
+            fd = os.open(temp, CREATE_FLAGS, 0o600, dir_fd=self._dir_fd)
+            if lock_new(fd, temp, self._dir_fd):
+                break
+            os.close(fd)  # a cleaner removed it before we locked it
+        else:
+            raise StoreError(errno.EAGAIN, f"cannot write {final}: its temp file keeps vanishing")
         self._temps.append(temp)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             write_all(fd, payload)
             os.fsync(fd)
             created = self._link(temp, final)
@@ -174,22 +186,30 @@ class LocalSink(Sink):
                     self._check_existing_data(meta)
                 os.unlink(self._data_temp, dir_fd=self._dir_fd)
                 self._temps.remove(self._data_temp)
-                self._write_small(f"{spill_id}.idx", index)
-                stored = meta.model_copy(update={"path": self._root.data_path(meta)})
-                if not self._write_small(f"{spill_id}.json", stored.model_dump_json().encode()):
-                    existing = self._root.load_meta(self._dir_fd, self._session, spill_id)
-                    if existing is None or existing.sha256 != meta.sha256:
-                        raise StoreError(
-                            errno.EEXIST, f"spill id {spill_id} is taken by other content"
-                        )
-                    stored = existing
-                unlink_quiet(f"{spill_id}.gone", self._dir_fd)
-                os.fsync(self._dir_fd)
+                stored = self._record(
+                    meta.model_copy(update={"path": self._root.data_path(meta)}), index
+                )
         except BaseException:
             self.discard()
             raise
         self._root.remember_session(spill_id, self._session)
         self._close()
+        return stored
+
+    def _record(self, stored: SpillMeta, index: bytes) -> SpillMeta:
+        """Make the spill visible once its data file is linked: index, then sidecar last.
+
+        Returns the spill as recorded (an existing identical spill if there is one).
+        """
+        spill_id = stored.spill_id
+        self._write_small(f"{spill_id}.idx", index)
+        if not self._write_small(f"{spill_id}.json", stored.model_dump_json().encode()):
+            existing = self._root.load_meta(self._dir_fd, self._session, spill_id)
+            if existing is None or existing.sha256 != stored.sha256:
+                raise StoreError(errno.EEXIST, f"spill id {spill_id} is taken by other content")
+            stored = existing
+        unlink_quiet(f"{spill_id}.gone", self._dir_fd)
+        os.fsync(self._dir_fd)
         return stored
 
     def _check_existing_data(self, meta: SpillMeta) -> None:

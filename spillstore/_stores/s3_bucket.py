@@ -356,11 +356,12 @@ class Bucket:
         """The sessions under the prefix, sorted."""
         return sorted(name for name in self.list_keys(None)[0] if is_session(name))
 
-    def deleter(self, key: str) -> Callable[[], None]:
-        """A function that deletes the object ``key``."""
+    def deleter(self, key: str) -> Callable[[], bool]:
+        """A function that deletes the object ``key`` (and returns True)."""
 
-        def remove() -> None:
+        def remove() -> bool:
             with s3_errors(f"cannot remove {key}"):
                 obstore.delete(self.objects, key)
+            return True
 
         return remove

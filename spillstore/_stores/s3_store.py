@@ -324,8 +324,8 @@ class S3Store(Store):
 
     def _orphans(
         self, session: str | None, *, now: float, grace: float
-    ) -> builtins.list[tuple[GcEntry, Callable[[], None]]]:
-        found: builtins.list[tuple[GcEntry, Callable[[], None]]] = []
+    ) -> builtins.list[tuple[GcEntry, Callable[[], bool]]]:
+        found: builtins.list[tuple[GcEntry, Callable[[], bool]]] = []
         for name in [session] if session is not None else self._bucket.session_names():
             _, objects = self._bucket.list_keys(self._bucket.key(name, "data"))
             if not objects:

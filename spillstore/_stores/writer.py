@@ -4,22 +4,21 @@ A backend receives the stored bytes through a :class:`Sink`; :class:`SpillWriter
 everything else once, for every backend: it encodes ``str`` chunks, checks UTF-8,
 hashes all bytes, counts lines and builds the index (:class:`~spillstore._core.index.
 IndexBuilder` decides what the retention cap keeps), and hands the kept bytes to the
-sink. Memory stays bounded whatever the output's size. :class:`AsyncSpillWriter` is its
-async twin: the same writer, run in a worker thread with batched chunks.
+sink, through :class:`~spillstore._stores.pipeline.Pipeline` (hashing and writing in
+two threads while the caller counts). Memory stays bounded whatever the output's size.
+:class:`AsyncSpillWriter` is its async twin: the same writer, run in a worker thread
+with batched chunks.
 """
 
 from __future__ import annotations
 
 import abc
 import codecs
-import hashlib
 import os
-import queue
 import stat
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Final
+from typing import Final
 
 from spillstore._core.ids import make_spill_id
 from spillstore._core.index import IndexBuilder, LineIndex
@@ -27,13 +26,13 @@ from spillstore._core.utf8 import ENCODE_ERRORS
 from spillstore._errors import ConfigError, StoreError, UsageError
 from spillstore._stores.errors import map_os_errors
 from spillstore._stores.meta import SpillMeta
+from spillstore._stores.pipeline import Pipeline
 from spillstore._twins import in_thread
 
 __all__ = [
     "ASYNC_BATCH_BYTES",
     "PIECE_BYTES",
     "PIECE_CHARS",
-    "PIPELINE_MIN_BYTES",
     "AsyncSpillWriter",
     "Sink",
     "SpillWriter",
@@ -47,9 +46,6 @@ PIECE_BYTES: Final = 1 << 20
 
 PIECE_CHARS: Final = 1 << 18
 """A ``str`` is encoded this many characters at a time (at most 1 MiB of UTF-8)."""
-
-PIPELINE_MIN_BYTES: Final = 1 << 20
-"""Outputs larger than this hash and write in a second thread, overlapping the work."""
 
 ASYNC_BATCH_BYTES: Final = 256 * 1024
 """The async writer hands chunks to its thread in batches of about this size."""
@@ -79,85 +75,6 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def discard(self) -> None:
         """Remove what was written; nothing of this spill stays visible or on disk."""
-
-
-class _Worker:
-    """One stage of the pipeline: a thread applying ``step`` to queued items, in order."""
-
-    def __init__(self, step: Callable[[Any], object], pipeline: _Pipeline, name: str) -> None:
-        self._step = step
-        self._pipeline = pipeline
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=4)
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def put(self, item: object) -> None:
-        self._queue.put(item)
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            if self._pipeline.error is None:
-                try:
-                    self._step(item)
-                except BaseException as exc:  # handed to the caller's thread
-                    self._pipeline.error = exc
-
-    def stop(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-
-
-class _Pipeline:
-    """Hashes every piece and writes the stored part; in two threads once large.
-
-    ``hashlib`` (on large buffers) and file writes both release the GIL, so hashing
-    piece *i*, writing piece *i* and the caller encoding and counting piece *i+1* run at
-    the same time. Bounded queues keep memory flat; order is kept within each stage.
-    """
-
-    def __init__(self, sink: Sink) -> None:
-        self._sink = sink
-        self._sha = hashlib.sha256()
-        self._inline = 0
-        self._workers: tuple[_Worker, _Worker] | None = None
-        self.error: BaseException | None = None
-
-    def submit(self, piece: bytes | memoryview, part: bytes | memoryview) -> None:
-        if self.error is not None:
-            raise self.error
-        if self._workers is None:
-            if self._inline + len(piece) <= PIPELINE_MIN_BYTES:
-                self._inline += len(piece)
-                if piece:
-                    self._sha.update(piece)
-                if part:
-                    self._sink.write(part)
-                return
-            self._workers = (
-                _Worker(self._sha.update, self, "spillstore-hash"),
-                _Worker(self._sink.write, self, "spillstore-write"),
-            )
-        if piece:
-            self._workers[0].put(piece)
-        if part:
-            self._workers[1].put(part)
-
-    def _stop(self) -> None:
-        if self._workers is not None:
-            for worker in self._workers:
-                worker.stop()
-            self._workers = None
-
-    def finish(self) -> str:
-        """Wait for the workers; re-raise their error; return the sha256 hex digest."""
-        self._stop()
-        if self.error is not None:
-            raise self.error
-        return self._sha.hexdigest()
-
-    def abort(self) -> None:
-        """Stop the workers, dropping whatever is queued."""
-        self._stop()
 
 
 class Utf8Check:
@@ -245,7 +162,7 @@ class SpillWriter:
         self._tool_name = tool_name
         self._tool_call_id = tool_call_id
         self._builder = IndexBuilder(retention_bytes, retained_tail_bytes)
-        self._pipeline = _Pipeline(sink)
+        self._pipeline = Pipeline(sink)
         self._utf8 = Utf8Check()
         self._created_at = created_at
         self._on_commit = on_commit
@@ -255,6 +172,16 @@ class SpillWriter:
     def total_bytes(self) -> int:
         """Bytes written so far (UTF-8)."""
         return self._builder.total_bytes
+
+    @property
+    def newlines(self) -> int:
+        """Newlines in the :attr:`total_bytes` bytes written so far.
+
+        The two are always consistent, also after a failed :meth:`write`: a caller that
+        kept the output's bytes past :attr:`total_bytes` can count the rest itself,
+        instead of counting every byte a second time while the writer works.
+        """
+        return self._builder.newlines
 
     def __enter__(self) -> SpillWriter:
         return self
@@ -322,6 +249,7 @@ class SpillWriter:
         """
         _check_open(self._state)
         try:
+            self._pipeline.drain()  # before the tail is joined: one copy in memory, not two
             cut = self._builder.finish()
             for part in cut.final_parts:
                 self._pipeline.submit(b"", part)
@@ -381,11 +309,26 @@ class AsyncSpillWriter:
         self._writer = writer
         self._pending: list[bytes | bytearray | memoryview | str] = []
         self._pending_size = 0
+        self._failed_batch: tuple[bytes | bytearray | memoryview | str, ...] = ()
 
     @property
     def total_bytes(self) -> int:
         """Bytes handed to the sync writer so far (batched chunks not included)."""
         return self._writer.total_bytes
+
+    @property
+    def newlines(self) -> int:
+        """Newlines in those :attr:`total_bytes` bytes (see :attr:`SpillWriter.newlines`)."""
+        return self._writer.newlines
+
+    @property
+    def failed_batch(self) -> tuple[bytes | bytearray | memoryview | str, ...]:
+        """The batch of chunks whose hand-over failed, in order (empty if none failed).
+
+        Its chunks end where the output written so far ends; the sync writer took a
+        prefix of them (up to :attr:`total_bytes`).
+        """
+        return self._failed_batch
 
     async def __aenter__(self) -> AsyncSpillWriter:
         return self
@@ -412,7 +355,11 @@ class AsyncSpillWriter:
     async def _flush(self) -> None:
         batch, self._pending, self._pending_size = self._pending, [], 0
         if batch:
-            await in_thread(_write_each)(self._writer, batch)
+            try:
+                await in_thread(_write_each)(self._writer, batch)
+            except BaseException:
+                self._failed_batch = tuple(batch)
+                raise
 
     async def commit(
         self, *, suffix: str | None = None, media_notes: Sequence[str] = ()

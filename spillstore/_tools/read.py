@@ -118,7 +118,7 @@ def _read_bytes(tools: ToolsView, meta: SpillMeta, args: ReadArgs, byte_offset: 
         footer = "end of output"
     elif end >= range_end:
         resume = next((b for b, _ in meta.stored_ranges if b > end), None)
-        footer = f"bytes [{end}, {resume}) were not kept (retention cap)" + (
+        footer = f"bytes [{end}, {resume or total}) were not kept (retention cap)" + (
             f'; the stored part resumes at: {read}(spill="{spill}", '
             f"byte_offset={resume}, max_bytes={want})"
             if resume is not None and resume < total

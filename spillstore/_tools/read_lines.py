@@ -227,7 +227,9 @@ class LinePager:
                 if gap is not None and shown_first is None:
                     notes.append(self._gap_lines(gap) + "; nothing was kept after them")
                 break
-            if gap is not None and page.start_byte >= gap[1] and shown_first is None:
+            if gap is not None and page.start_byte >= gap[1]:
+                # First on the page or after lines shown before the gap: either way the
+                # page says where the kept part resumes, and whose line start it lost.
                 note = self._gap_lines(gap) + f"; showing from byte {page.start_byte}"
                 if page.first_line_partial:
                     note += f" (line {page.first_line}, whose start was not kept)"
@@ -304,9 +306,13 @@ class LinePager:
                 footer += "; nothing was kept after them: end of stored output"
             else:
                 resume_line = store.line_of_offset(spill, stop_gap[1])
-                footer += f"; the stored part resumes at line {resume_line}: " + self._call(
-                    offset=resume_line, limit=args.limit
+                # Inside a line already shown, a line hint would repeat this very call.
+                again = (
+                    self._call(byte_offset=stop_gap[1])
+                    if resume_line <= shown_last
+                    else self._call(offset=resume_line, limit=args.limit)
                 )
+                footer += f"; the stored part resumes at line {resume_line}: {again}"
         elif shown_last >= meta.total_lines and end_byte >= meta.total_bytes:
             footer = "end of output"
         else:
@@ -316,7 +322,10 @@ class LinePager:
     def _gap_lines(self, gap: Range) -> str:
         store, spill = self.tools.store, self.meta.spill_id
         first = store.line_of_offset(spill, gap[0])
-        last = store.line_of_offset(spill, gap[1] - 1)
+        # A gap to the end has no stored byte after it to count from: its last byte is
+        # on the last line.
+        total = self.meta.total_bytes
+        last = self.meta.total_lines if gap[1] >= total else store.line_of_offset(spill, gap[1] - 1)
         return (
             f"{format_lines((first, last))} (bytes [{gap[0]}, {gap[1]})) were not kept by the "
             "retention cap"

@@ -146,7 +146,7 @@ def log_spill(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]
     result = run_python(root, EMIT_LOG, "--tool-name", "app_log")
     assert result.returncode == 0, result.stderr
     pointer = result.stdout.decode()
-    spill_id = re.search(r"as spill (\S+) at", pointer)
+    spill_id = re.search(r"Saved in \w+ as spill (\S+?)[.:]\s", pointer)
     assert spill_id is not None, pointer
     return root, spill_id.group(1), pointer
 
@@ -229,7 +229,7 @@ def test_run_read_round_trip_is_byte_exact(log_spill: tuple[Path, str, str]) -> 
     assert page[201] == f'next: read_spill(spill="{spill_id}", offset={offset + 200}, limit=200)'
 
     # Byte paging returns the original bytes themselves, by id or by the pointer's path.
-    path = re.search(r" at (/\S+\.out)\.\n", pointer).group(1)  # type: ignore[union-attr]
+    path = re.search(r"^File: (/\S+\.out)$", pointer, re.M).group(1)  # type: ignore[union-attr]
     assert Path(path).read_bytes() == data
     for name in (spill_id, path):
         raw = cli(root, "read", name, "--byte-offset", "1000000", "--max-bytes", "5000").stdout
@@ -242,9 +242,9 @@ def test_run_read_round_trip_is_byte_exact(log_spill: tuple[Path, str, str]) -> 
 def test_run_streams_200_mib_with_flat_memory(store_dir: Path, tmp_path: Path) -> None:
     """200 MiB through ``spillstore run`` keeps peak RSS far below the output size."""
     out = tmp_path / "pointer.txt"
-    command = [sys.executable, "-m", "spillstore._cli", "run", "--", sys.executable, "-c"]
+    command = [sys.executable, "-m", "spillstore._cli", "run", "--retain", "10MiB", "--"]
     wrapper = subprocess.run(
-        [sys.executable, "-c", RSS_WRAPPER, str(out), *command, EMIT_200_MIB],
+        [sys.executable, "-c", RSS_WRAPPER, str(out), *command, sys.executable, "-c", EMIT_200_MIB],
         capture_output=True,
         env=_env(store_dir),
         timeout=120,

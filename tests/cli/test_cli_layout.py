@@ -22,6 +22,7 @@ from spillstore._tools.args import GrepArgs
 CLI_DIR = Path(cli_app.__file__).parent
 SPILL_COMMANDS = ("read", "grep", "ls", "show", "rm", "gc", "clean")
 JSON_COMMANDS = ("run", "ls", "show", "rm", "gc", "clean")
+CLIENT_COMMANDS = ("install", "uninstall", "status", "add")
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -40,7 +41,8 @@ def test_help_imports_no_command_module() -> None:
         "    pass\n"
         "heavy = ('pydantic', 'rich', 'mcp', 'spillstore._stores', 'spillstore._tools',\n"
         "         'spillstore._cli.spills', 'spillstore._cli.recover',\n"
-        "         'spillstore._cli.run', 'spillstore._cli.mcp')\n"
+        "         'spillstore._cli.run', 'spillstore._cli.mcp', 'spillstore._cli.clients',\n"
+        "         'spillstore._clients', 'tomlkit')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
     )
     done = subprocess.run(
@@ -52,7 +54,7 @@ def test_help_imports_no_command_module() -> None:
 
 def test_every_command_is_in_the_table_and_in_its_module() -> None:
     """Each table entry names a module whose ``app`` holds that command (or is ``mcp``)."""
-    assert list(cli_app.COMMANDS) == [*("run", *SPILL_COMMANDS), "demo", "mcp"]
+    assert list(cli_app.COMMANDS) == [*("run", *SPILL_COMMANDS), "demo", *CLIENT_COMMANDS, "mcp"]
     for name, (module, short_help) in cli_app.COMMANDS.items():
         group = typer.main.get_group(__import__(module, fromlist=["app"]).app)
         assert name in group.commands or name == "mcp", name

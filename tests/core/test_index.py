@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from spillstore._core.index import (
     IndexBuilder,
     LineIndex,
+    RetentionCut,
     count_lines,
     nth_newline,
     validate_retention,
@@ -93,3 +94,35 @@ def test_bad_retention_names_its_field(cap: object, tail: object, field: str) ->
     with pytest.raises(ConfigError) as caught:
         validate_retention(cap, tail)  # type: ignore[arg-type]
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("total", [250_000, 299_999, 300_000, 300_001, 2_000_000])
+def test_index_builder_takes_any_piece_sizes(total: int) -> None:
+    """Pieces of any size (tiny ones copied together, large ones kept as they are)
+    give the stored bytes, ranges and index of one single piece."""
+    line = "caf\u00e9 \U0001f600 line\n".encode()
+    data = (line * (total // len(line) + 1))[:total]
+    sizes = [1, 7, 16_383, 16_384, 50_000, 3, 120_000, 200_000, 99_999]
+
+    def run(pieces: list[bytes]) -> tuple[bytes, RetentionCut]:
+        builder = IndexBuilder(300_000, 100_000, block_bytes=4096)
+        written = bytearray()
+        for piece in pieces:
+            written += builder.feed(piece)
+        cut = builder.finish()
+        for part in cut.final_parts:
+            written += part
+        return bytes(written), cut
+
+    pieces, start, turn = [], 0, 0
+    while start < total:
+        size = sizes[turn % len(sizes)]
+        pieces.append(data[start : start + size])
+        start, turn = start + size, turn + 1
+    stored, cut = run(pieces)
+    whole_stored, whole = run([data])
+    assert stored == whole_stored == b"".join(data[a:b] for a, b in cut.stored_ranges)
+    assert cut.stored_ranges == whole.stored_ranges
+    assert cut.total_lines == whole.total_lines == count_lines(data)
+    assert list(cut.index.offsets) == list(whole.index.offsets)
+    assert list(cut.index.newlines) == list(whole.index.newlines)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
-from spillstore._errors import UsageError
+from spillstore._errors import StoreError, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.memory import MemoryStore
-from spillstore._stores.writer import SpillWriter
+from spillstore._stores.meta import SpillMeta
+from spillstore._stores.writer import Sink, SpillWriter
 from tests.service.failures import DEAD_BACKENDS
 
 SMALL = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
@@ -182,3 +185,59 @@ async def test_async_stream_equals_sync_stream() -> None:
         sync_acc.write(chunk)
         await async_acc.awrite(chunk)
     assert await async_acc.aok("done") == sync_acc.ok("done")
+
+
+class _DiskFillsUp(MemoryStore):
+    """A store whose disk fills up once ``room`` bytes of a spill are written."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def _create(self, session: str) -> Sink:
+        return _FillingSink(super()._create(session), self.room)
+
+
+class _FillingSink(Sink):
+    """A sink that fails with ENOSPC once more than ``room`` bytes were written to it."""
+
+    def __init__(self, inner: Sink, room: int) -> None:
+        self.inner = inner
+        self.room = room
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.room -= len(data)
+        if self.room < 0:
+            raise StoreError(errno.ENOSPC, "No space left on device")
+        self.inner.write(data)
+
+    def publish(self, meta: SpillMeta, index: bytes) -> SpillMeta:
+        return self.inner.publish(meta, index)
+
+    def discard(self) -> None:
+        self.inner.discard()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("room", [0, 100_000, 3_000_000])
+@pytest.mark.parametrize("twin", ["sync", "async"])
+async def test_not_saved_preview_counts_every_line_when_the_disk_fills(
+    room: int, twin: str
+) -> None:
+    """When the store fails part-way (before, during or after the writer's threads took
+    over), the "not saved" preview still gives the exact byte and line totals."""
+    line = "0123456789 caf\u00e9 \U0001f600 timeout ok\n".encode()
+    data = line * 200_000  # 7.6 MB: the writer's pipeline runs in its threads
+    config = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, retention_bytes=None)
+    acc = TruncationService(_DiskFillsUp(room), config).accumulator(tool_name="t", tool_call_id="c")
+    for chunk in _chunks(data, 70_001):
+        if twin == "sync":
+            acc.write(chunk)
+        else:
+            await acc.awrite(chunk)
+    out = acc.ok("exit code 0") if twin == "sync" else await acc.aok("exit code 0")
+    assert out.spill is not None and out.spill.saved == "none"
+    assert out.spill.total_bytes == len(data)
+    assert out.spill.total_lines == data.count(b"\n")
+    lines = data.count(b"\n")
+    assert f"{len(data)} bytes, {lines} lines" in _text(out)

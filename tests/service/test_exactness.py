@@ -10,15 +10,19 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spillstore._content import MediaPart, TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.service import TruncationService
+from spillstore._service.sides import blob_bytes, strict
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
+from tests.strategies import SPILL_PIECES, chunks, hostile_text
 
 APPEND = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
 
@@ -315,3 +319,127 @@ def test_valid_utf8_split_inside_characters_that_could_not_be_saved_is_valid() -
     result = acc.ok()
     assert result.spill is not None and not result.spill.invalid_utf8
     assert result.spill.sha256 == _sha(data)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+_BLOBS = st.builds(
+    MediaPart,
+    kind=st.just("blob"),
+    mime_type=st.sampled_from(["application/gzip", "x/" + "y" * 300]),
+    data=st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(_b64)),
+    uri=st.one_of(st.none(), st.text(max_size=300)),
+)
+
+
+@given(
+    texts=st.lists(
+        st.one_of(hostile_text, st.integers(0, 6000).map(lambda n: "w" * n)), max_size=4
+    ),
+    blobs=st.lists(_BLOBS, max_size=6),
+    suffix=st.one_of(
+        st.none(), hostile_text, st.integers(0, 3000).map(lambda n: "S" * n + "\ud800")
+    ),
+    max_bytes=st.integers(2048, 6000),
+    dead=st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_result_with_blobs_and_a_suffix_keeps_every_promise(
+    texts: list[str], blobs: list[MediaPart], suffix: str | None, max_bytes: int, dead: bool
+) -> None:
+    """Within budget, strict UTF-8, unchanged when it fits, every blob and the suffix kept whole."""
+    settings_ = Settings(max_bytes=max_bytes, head_bytes=256, tail_bytes=256)
+    store = DeadStore() if dead else MemoryStore()
+    result = ToolResult(content=(*map(TextPart, texts), *blobs), suffix=suffix)
+    out = _service(settings_, store).truncate_for_model(result, tool_name="t", tool_call_id="c")
+    if out.spill is None:  # it fitted: every part is the tool's own, the suffix folded in
+        assert [p for p in out.content if isinstance(p, MediaPart)] == blobs
+        return
+    text = [p.text for p in out.content if isinstance(p, TextPart)]
+    assert _all_text(out) <= max_bytes
+    "\n".join(text).encode("utf-8")
+    assert not any(isinstance(p, MediaPart) for p in out.content)
+    if dead:
+        return
+    decoded = [blob_bytes(blob) for blob in blobs]
+    for notice in text[1:]:
+        if notice.startswith("[blob "):
+            spill = re.search(r"saved as spill (\S+);", notice).group(1)  # type: ignore[union-attr]
+            assert store.read_bytes(spill, 0, store.stat(spill).total_bytes) in decoded
+    if suffix and out.spill.spill_id is not None:
+        assert store.stat(out.spill.spill_id).suffix == strict(suffix)
+
+
+@given(
+    data=st.one_of(
+        st.binary(max_size=3000),
+        st.lists(st.sampled_from(SPILL_PIECES), max_size=1500).map(b"".join),
+    ),
+    cuts=st.lists(st.integers(0, 6000), max_size=6),
+    dead=st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_stream_is_measured_and_saved_as_its_raw_bytes(
+    data: bytes, cuts: list[int], dead: bool
+) -> None:
+    """Whatever the chunks: a cut stream's size, hash and validity are the raw bytes'."""
+    store = DeadStore() if dead else MemoryStore()
+    acc = _service(SMALL, store).accumulator(tool_name="t", tool_call_id="c")
+    for chunk in chunks(data, cuts):
+        acc.write(chunk)
+    result = acc.ok("exit 0")
+    assert _all_text(result) <= SMALL.max_bytes
+    info = result.spill
+    if info is None:
+        return
+    valid = True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        valid = False
+    assert (info.total_bytes, info.sha256, info.invalid_utf8) == (len(data), _sha(data), not valid)
+    if not dead:
+        assert info.spill_id is not None
+        assert store.read_bytes(info.spill_id, 0, len(data)) == data
+
+
+@pytest.mark.anyio
+async def test_the_async_twin_saves_blobs_and_the_suffix_as_the_sync_one_does() -> None:
+    """atruncate_for_model gives the same text, blob spills and suffix spill as the sync twin."""
+    result = ToolResult(
+        content=(TextPart("line\n" * 2000), MediaPart("blob", "application/pdf", b"%PDF" * 10)),
+        suffix="S" * 1000 + "END",
+    )
+    sync_store, async_store = MemoryStore(), MemoryStore()
+    sync = _service(SMALL, sync_store).truncate_for_model(result, tool_name="t", tool_call_id="c")
+    service = _service(SMALL, async_store)
+    out = await service.atruncate_for_model(result, tool_name="t", tool_call_id="c")
+    assert out.content == sync.content
+    assert sorted(m.spill_id for m in async_store.list("default")) == sorted(
+        m.spill_id for m in sync_store.list("default")
+    )
+
+
+def test_an_invalid_file_cut_only_because_of_its_suffix_is_adopted_raw(tmp_path: Path) -> None:
+    """A 1-byte invalid file fits decoded, but not beside its suffix: the raw byte is saved."""
+    path = tmp_path / "one.bin"
+    path.write_bytes(b"\xff")
+    result = _service(SMALL).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path), suffix="S" * 2042 + "END"),
+        tool_name="t",
+        tool_call_id="c",
+    )
+    assert result.spill is not None
+    assert (result.spill.total_bytes, result.spill.invalid_utf8) == (1, True)
+    assert result.spill.sha256 == _sha(b"\xff")
+
+
+def test_an_invalid_stream_cut_only_because_of_its_suffix_is_saved_raw() -> None:
+    """The accumulator's in-memory bytes: the same rule, the raw bytes are what is saved."""
+    acc = _service(SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.write(b"\xff")
+    result = acc.ok("S" * 2042 + "END")
+    assert result.spill is not None
+    assert (result.spill.total_bytes, result.spill.invalid_utf8) == (1, True)

@@ -12,8 +12,11 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from spillstore._core.index import count_lines
 from spillstore._errors import SpillExpired, SpillNotFound
+from spillstore._stores.catalog_store import CatalogStore
 from spillstore._stores.local import LocalStore
 
 WRITERS = 8
@@ -45,13 +48,21 @@ def _fork(target: Callable[[], None], log: Path) -> int:
     return pid
 
 
-def _writer(root: Path, writer: int, out: Path) -> None:
-    store = LocalStore(root, **RETENTION)
+def _writer(
+    root: Path,
+    writer: int,
+    out: Path,
+    *,
+    spills: int = SPILLS_EACH,
+    sessions: int = 3,
+    store_class: type[LocalStore] = LocalStore,
+) -> None:
+    store = store_class(root, **RETENTION)
     records = []
-    for n in range(SPILLS_EACH):
+    for n in range(spills):
         meta = store.put(
             output(writer, n),
-            session=f"s{writer % 3}",
+            session=f"s{writer % sessions}",
             tool_name="bash",
             tool_call_id=f"{writer}-{n}",
         )
@@ -143,3 +154,89 @@ def test_eight_writers_a_reader_and_gc(tmp_path: Path) -> None:
     assert final["torn"] == 0 and final["not_found"] == 0
     assert final["reads"] + final["expired"] == len(ids)
     assert not list(root.rglob(".tmp-*"))
+
+
+RACE_WRITERS = 8
+RACE_SPILLS = 300
+
+
+def _race_cleaner(
+    root: Path, stop: Path, out: Path, max_files: int | None, store_class: type[LocalStore]
+) -> None:
+    store = store_class(root, **RETENTION)
+    rounds = 0
+    while not stop.exists():
+        store.gc(max_files=max_files, grace=0)
+        rounds += 1
+    out.write_text(json.dumps({"rounds": rounds}), encoding="utf-8")
+
+
+def _race(
+    tmp_path: Path, max_files: int | None, store_class: type[LocalStore] = LocalStore
+) -> tuple[LocalStore, list[str]]:
+    """8 writer processes x 300 spills while a cleaner loops gc at grace 0."""
+    root = tmp_path / "root"
+    store_class(root)
+    stop = tmp_path / "stop"
+    cleaner = _fork(
+        lambda: _race_cleaner(root, stop, tmp_path / "cleaner.json", max_files, store_class),
+        tmp_path / "cleaner.log",
+    )
+    writers = [
+        _fork(
+            lambda w=w: _writer(  # type: ignore[misc]
+                root,
+                w,
+                tmp_path / f"w{w}.json",
+                spills=RACE_SPILLS,
+                sessions=2,
+                store_class=store_class,
+            ),
+            tmp_path / f"w{w}.log",
+        )
+        for w in range(RACE_WRITERS)
+    ]
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in writers]
+    stop.touch()
+    codes.append(os.waitstatus_to_exitcode(os.waitpid(cleaner, 0)[1]))
+    failures = {p.name: p.read_text(encoding="utf-8") for p in tmp_path.glob("*.log")}
+    assert codes == [0] * (RACE_WRITERS + 1), failures  # no writer was ever refused
+    assert json.loads((tmp_path / "cleaner.json").read_text())["rounds"] > 0
+    ids = [
+        record[0]
+        for w in range(RACE_WRITERS)
+        for record in json.loads((tmp_path / f"w{w}.json").read_text())
+    ]
+    assert len(ids) == RACE_WRITERS * RACE_SPILLS
+    return store_class(root), ids
+
+
+@pytest.mark.parametrize("store_class", [LocalStore, CatalogStore], ids=["files", "catalog"])
+def test_gc_at_grace_zero_never_loses_a_writers_spill(
+    tmp_path: Path, store_class: type[LocalStore]
+) -> None:
+    """Leftover-only gc looping at grace 0 beside 8 writers: every saved spill reads back whole."""
+    store, ids = _race(tmp_path, None, store_class)
+    stats = {"reads": 0, "torn": 0, "expired": 0, "not_found": 0}
+    for spill_id in ids:
+        _verify(store, spill_id, stats)
+    assert stats == {"reads": len(ids), "torn": 0, "expired": 0, "not_found": 0}
+    assert not list((tmp_path / "root").rglob(".tmp-*"))
+
+
+def test_gc_by_count_at_grace_zero_removes_spills_only_with_a_tombstone(tmp_path: Path) -> None:
+    """gc --max-files 10 --grace 0 beside 8 writers: each spill whole, or expired with a reason."""
+    store, ids = _race(tmp_path, 10)
+    whole = expired = 0
+    for spill_id in ids:
+        try:
+            store.stat(spill_id)
+        except SpillExpired as exc:
+            assert "max_files" in str(exc), exc  # a plan's removal, never a lost file
+            expired += 1
+            continue
+        stats = {"reads": 0, "torn": 0, "expired": 0, "not_found": 0}
+        _verify(store, spill_id, stats)
+        assert stats["reads"] == 1, (spill_id, stats)
+        whole += 1
+    assert whole + expired == len(ids) and expired > 0

@@ -745,3 +745,39 @@ def test_paging_bytes_from_any_offset_covers_every_byte_to_the_end(
     for (_, end), (begin, _) in itertools.pairwise(pages):
         assert begin == end
     assert pages[-1][1] == len(data)
+
+
+def test_a_line_after_the_gap_mid_page_says_its_start_was_not_kept() -> None:
+    """Lines shown before the gap, then the kept part resumes mid-line: the page says so."""
+    store = MemoryStore()
+    output = "first line\n" + "x" * 100_000 + "\n" + "ok\n" * 10_000
+    spill = put(store, output, retention_bytes=65_536, retained_tail_bytes=16_384)
+    text = text_of(SpillTools(store).read(spill, offset=1))
+    assert "(line 4541, whose start was not kept)" in text
+
+
+def test_the_pointer_hint_reads_when_the_retention_cap_kept_no_tail() -> None:
+    """A 1-byte retained tail cannot hold a 3-byte character: Read still answers, exactly."""
+    store = MemoryStore()
+    spill = put(store, "€" * 1366, retention_bytes=4096, retained_tail_bytes=1)
+    assert store.stat(spill).stored_ranges == ((0, 4095),)
+    tools = SpillTools(store)
+    lines = tools.read(spill, offset=1)
+    assert not lines.is_error
+    assert "(bytes [4095, 4098)) were not kept" in text_of(lines)
+    page = text_of(tools.read(spill, byte_offset=0))
+    assert "None" not in page
+    assert page.endswith("bytes [4095, 4098) were not kept (retention cap); end of stored output")
+
+
+def test_a_gap_inside_a_shown_line_resumes_by_byte_offset_not_the_same_call() -> None:
+    """The kept part resumes inside line 1, already shown: the hint moves on by bytes."""
+    store = MemoryStore()
+    spill = put(
+        store, "p" * 2500 + "\n" + "p" * 2500, retention_bytes=4096, retained_tail_bytes=2910
+    )
+    (_, head_end), (tail_start, _) = store.stat(spill).stored_ranges
+    text = text_of(SpillTools(store).read(spill, offset=1))
+    assert text.endswith(f"byte_offset={tail_start})")
+    assert "offset=1, limit" not in text.rsplit("\n", 1)[1]
+    assert head_end < tail_start < 2500

@@ -1,0 +1,279 @@
+"""``LocalStore.check``: find what is wrong in a store directory, and repair what can be.
+
+What it finds (each a :class:`Problem`):
+
+- ``orphan``: a temp file, or a data/index file without a sidecar, that no live writer
+  holds. Fix: removed (decided again under its lock, as ``gc`` does).
+- ``torn``: a sidecar whose data or index file is missing, of the wrong size, or
+  hard-linked elsewhere. Fix: the spill is removed, leaving a tombstone (``check``).
+- ``bad_entry``: a name the store makes that is not a private regular file of this
+  user (a symlink, a directory, a file with a second link, a corrupt sidecar). Fix: the
+  name is unlinked (never its target) and the spill, if any, tombstoned.
+- ``permissions``: a session directory or a file of the store that others may read or
+  write. Fix: chmod 0700/0600 (only a file with one link, only this user's).
+- ``unmarked``: a session directory holding spills but no ``.session`` marker (a 0.1
+  store). Fix: marked.
+- ``foreign``: a name the store never makes. Reported, never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import stat
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+from spillstore._core.ids import is_session, is_spill_id
+from spillstore._stores.local_files import (
+    DIR_FLAGS,
+    READ_FLAGS,
+    SESSION_MARKER,
+    TEMP_RE,
+    LocalRoot,
+    unlink_quiet,
+)
+from spillstore._stores.local_gc import in_use, is_orphan_name, remove_orphan
+from spillstore._stores.local_marks import CATALOG_FILES, MARKER, is_store_name
+
+__all__ = ["CheckReport", "Problem", "ProblemKind", "Remover", "audit"]
+
+ProblemKind = Literal["orphan", "torn", "bad_entry", "permissions", "unmarked", "foreign"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One thing wrong in the store: what, where (relative to the root), why, fixed."""
+
+    kind: ProblemKind
+    where: str
+    detail: str
+    fixed: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckReport:
+    """What ``check`` found, and (with ``fix``) repaired."""
+
+    problems: tuple[Problem, ...]
+    fix: bool
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing is left to repair (foreign names are only reported)."""
+        return all(p.fixed or p.kind == "foreign" for p in self.problems)
+
+
+ROOT_FILES = frozenset({MARKER, ".gc.lock", *CATALOG_FILES})
+"""The files of the root the store makes."""
+
+Remover = Callable[[str, str], None]
+"""Removes a damaged spill by ``(session, spill_id)``, leaving a tombstone."""
+
+
+def audit(
+    root: LocalRoot,
+    *,
+    fix: bool,
+    remove_spill: Remover,
+    recorded: Callable[[str], set[str]],
+    published: Callable[[int], Callable[[str], bool]],
+) -> CheckReport:
+    """Check every entry of the store at ``root``; repair what can be with ``fix``.
+
+    ``remove_spill(session, spill_id)`` removes a damaged spill, leaving a tombstone;
+    ``recorded(session)`` names the spills recorded outside the session's files (the
+    catalog's); ``published(dir_fd)(spill_id)`` says, fresh, whether a spill is visible.
+    """
+    problems: list[Problem] = []
+    root_fd = root.open()
+    try:
+        with os.scandir(root_fd) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+        for entry in entries:
+            if entry.name in ROOT_FILES or TEMP_RE.fullmatch(entry.name):
+                problems += _check_file(root_fd, entry.name, entry.name, fix=fix)
+            elif not is_session(entry.name):
+                problems.append(Problem("foreign", entry.name, "not a name spillstore makes"))
+            elif entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                problems.append(_bad_session(root_fd, entry.name, fix=fix))
+            else:
+                problems += _check_session(
+                    root,
+                    root_fd,
+                    entry.name,
+                    fix=fix,
+                    remove_spill=remove_spill,
+                    recorded=recorded(entry.name),
+                    published=published,
+                )
+    finally:
+        os.close(root_fd)
+    return CheckReport(problems=tuple(problems), fix=fix)
+
+
+def _bad_session(root_fd: int, name: str, *, fix: bool) -> Problem:
+    fixed = False
+    if fix:  # a symlink or file under a session's name: unlink the name, never the target
+        fixed = unlink_quiet(name, root_fd)
+    return Problem("bad_entry", name, "a session name that is not a directory", fixed)
+
+
+def _check_file(dir_fd: int, name: str, where: str, *, fix: bool) -> list[Problem]:
+    """A bookkeeping file: a private regular file of this user with one link."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return []
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
+        fixed = fix and unlink_quiet(name, dir_fd)
+        return [Problem("bad_entry", where, _why_bad(st), fixed)]
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        return [_chmod(dir_fd, name, where, st, 0o600, fix=fix)]
+    return []
+
+
+def _why_bad(st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return "a symlink"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_uid != os.geteuid():
+        return f"owned by uid {st.st_uid}"
+    return f"has {st.st_nlink} hard links"
+
+
+def _chmod(
+    dir_fd: int, name: str, where: str, st: os.stat_result, mode: int, *, fix: bool
+) -> Problem:
+    detail = f"mode {oct(stat.S_IMODE(st.st_mode))}, not {oct(mode)}"
+    fixed = False
+    if fix:
+        flags = DIR_FLAGS if stat.S_ISDIR(st.st_mode) else READ_FLAGS
+        with contextlib.suppress(OSError):
+            fd = os.open(name, flags, dir_fd=dir_fd)
+            try:
+                now = os.fstat(fd)
+                if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                    os.fchmod(fd, mode)
+                    fixed = True
+            finally:
+                os.close(fd)
+    return Problem("permissions", where, detail, fixed)
+
+
+@contextlib.contextmanager
+def _session_fd(root_fd: int, name: str) -> Iterator[int]:
+    fd = os.open(name, DIR_FLAGS, dir_fd=root_fd)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _check_session(
+    root: LocalRoot,
+    root_fd: int,
+    name: str,
+    *,
+    fix: bool,
+    remove_spill: Remover,
+    recorded: set[str],
+    published: Callable[[int], Callable[[str], bool]],
+) -> list[Problem]:
+    problems: list[Problem] = []
+    st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+    if st.st_uid != os.geteuid():
+        return [Problem("permissions", name, f"owned by uid {st.st_uid}; not touched")]
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        problems.append(_chmod(root_fd, name, name, st, 0o700, fix=fix))
+    with _session_fd(root_fd, name) as dir_fd, os.scandir(dir_fd) as listing:
+        entries = {e.name: e for e in listing}
+        names = set(entries) | {f"{spill_id}.json" for spill_id in recorded}
+        has_spills = bool(recorded)
+        for entry_name in sorted(names):
+            where = f"{name}/{entry_name}"
+            if not is_store_name(entry_name):
+                problems.append(Problem("foreign", where, "not a name spillstore makes"))
+                continue
+            if entry_name == SESSION_MARKER:
+                problems += _check_file(dir_fd, entry_name, where, fix=fix)
+                continue
+            stem, _, ext = entry_name.rpartition(".")
+            if ext == "json" and is_spill_id(stem):
+                has_spills = True
+                problems += _check_spill(
+                    root, dir_fd, name, stem, fix=fix, remove_spill=remove_spill
+                )
+            elif is_orphan_name(entry_name, names):
+                problems += _check_orphan(
+                    dir_fd, entry_name, where, fix=fix, published=published(dir_fd)
+                )
+            elif ext == "gone":  # a spill's own files are checked with its sidecar
+                problems += _check_file(dir_fd, entry_name, where, fix=fix)
+        if has_spills and SESSION_MARKER not in names:
+            if fix:
+                root.mark_session(dir_fd)
+            problems.append(Problem("unmarked", name, "holds spills but no .session", fix))
+    return problems
+
+
+def _check_orphan(
+    dir_fd: int, name: str, where: str, *, fix: bool, published: Callable[[str], bool]
+) -> list[Problem]:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return []
+    if not stat.S_ISREG(st.st_mode):
+        fixed = fix and unlink_quiet(name, dir_fd)
+        return [Problem("bad_entry", where, _why_bad(st), fixed)]
+    if in_use(name, dir_fd):
+        return []  # a live writer's
+    fixed = fix and remove_orphan(name, dir_fd, published)
+    return [Problem("orphan", where, f"{st.st_size} bytes left by a writer that died", fixed)]
+
+
+def _check_spill(
+    root: LocalRoot, dir_fd: int, session: str, spill_id: str, *, fix: bool, remove_spill: Remover
+) -> list[Problem]:
+    where = f"{session}/{spill_id}"
+    try:
+        meta = root.load_meta(dir_fd, session, spill_id)
+    except OSError as exc:
+        if fix:
+            unlink_quiet(f"{spill_id}.json", dir_fd)
+            remove_spill(session, spill_id)
+        return [Problem("bad_entry", f"{where}.json", exc.strerror or str(exc), fix)]
+    if meta is None:
+        return []
+    problems: list[Problem] = []
+    torn = _torn(dir_fd, spill_id, meta.stored_bytes, adopted=meta.adopted_inode is not None)
+    if torn is not None:
+        if fix:
+            remove_spill(session, spill_id)
+        return [Problem("torn", where, torn, fix)]
+    for ext in ("json", "out", "idx"):
+        st = os.stat(f"{spill_id}.{ext}", dir_fd=dir_fd, follow_symlinks=False)
+        shared = ext == "out" and meta.adopted_inode is not None  # the tool's own file
+        if not shared and stat.S_IMODE(st.st_mode) & 0o077:
+            name = f"{spill_id}.{ext}"
+            problems.append(_chmod(dir_fd, name, f"{session}/{name}", st, 0o600, fix=fix))
+    return problems
+
+
+def _torn(dir_fd: int, spill_id: str, stored_bytes: int, *, adopted: bool) -> str | None:
+    """Why a spill's data or index file is unusable, or None if they look whole."""
+    for ext in ("out", "idx"):
+        try:
+            st = os.stat(f"{spill_id}.{ext}", dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return f"its .{ext} file is missing"
+        if not stat.S_ISREG(st.st_mode):
+            return f"its .{ext} file is {_why_bad(st)}"
+        if ext == "out" and st.st_size != stored_bytes:
+            return f"its data file holds {st.st_size} bytes, its sidecar says {stored_bytes}"
+        if ext == "out" and not adopted and st.st_nlink > 1:
+            return f"its data file has {st.st_nlink} hard links"
+    return None

@@ -1,0 +1,187 @@
+"""How the local store's ``gc`` decides, safely against live writers, what it may remove.
+
+A writer locks (``flock``) each temp file it creates and then checks that the file still
+has its name (:func:`lock_new`): if a cleaner removed it in between, the writer starts
+another one. It holds the lock on its data file, whose final name ``<id>.out`` is a link
+to the same inode, until the sidecar ``<id>.json`` is linked: the spill is then visible.
+
+A cleaner decides from a fresh view, under the lock (:func:`remove_orphan`): it takes the
+file's lock without waiting (a live writer holds it: not an orphan), then checks again,
+by name, that the file is still the one it locked and that no sidecar appeared; only then
+does it unlink, still holding the lock. A data or index file is judged by the lock of the
+spill's data file, so the index of a spill being published is never taken for an orphan.
+Session directories go only when they hold nothing but the store's ``.session`` marker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import stat
+from collections.abc import Callable
+from typing import Final
+
+from spillstore._core.ids import is_spill_id
+from spillstore._stores.local_files import (
+    READ_FLAGS,
+    SESSION_MARKER,
+    TEMP_RE,
+    LocalRoot,
+    unlink_quiet,
+)
+
+__all__ = [
+    "in_use",
+    "is_orphan_name",
+    "lock_new",
+    "open_lock_file",
+    "remove_orphan",
+    "remove_session_dir",
+]
+
+logger = logging.getLogger("spillstore")
+
+_SPILL_EXTS: Final = ("out", "idx")
+
+
+def lock_new(fd: int, name: str, dir_fd: int) -> bool:
+    """Lock a file just created as ``name``; False if a cleaner removed it meanwhile.
+
+    The lock is taken waiting (a cleaner holds it only while it checks and unlinks).
+    """
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def is_orphan_name(name: str, names: set[str]) -> bool:
+    """A temp file, or a data/index file whose sidecar was not listed (checked again later)."""
+    if TEMP_RE.fullmatch(name):
+        return True
+    stem, dot, ext = name.rpartition(".")
+    return bool(dot) and ext in _SPILL_EXTS and is_spill_id(stem) and f"{stem}.json" not in names
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _guard(name: str, dir_fd: int) -> tuple[str, bool]:
+    """The file whose lock protects ``name``, and whether ``name`` is a final name."""
+    final = not TEMP_RE.fullmatch(name)
+    stem = name.rpartition(".")[0]
+    return (f"{stem}.out" if final and _exists(f"{stem}.out", dir_fd) else name), final
+
+
+def in_use(name: str, dir_fd: int) -> bool:
+    """Whether a live writer holds the lock that protects ``name`` (a quick first look)."""
+    try:
+        fd = os.open(_guard(name, dir_fd)[0], READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def remove_orphan(name: str, dir_fd: int, published: Callable[[str], bool]) -> bool:
+    """Remove the leftover ``name`` if, looked at again under its lock, it still is one.
+
+    Returns whether it was removed. A file whose lock a live writer holds, a data or
+    index file whose spill is now published (``published(spill_id)``, read fresh: its
+    sidecar, or its catalog row), or a file replaced since it was listed stays.
+    """
+    stem = name.rpartition(".")[0]
+    guard, final = _guard(name, dir_fd)
+    try:
+        fd = os.open(guard, READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live writer's
+        if final and published(stem):
+            return False  # published since the listing
+        if guard == name:
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            mine = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+                return False
+        return unlink_quiet(name, dir_fd)
+    finally:
+        os.close(fd)
+
+
+def remove_session_dir(root: LocalRoot, name: str, root_fd: int) -> bool:
+    """Remove the session directory ``name`` if it holds only the store's marker.
+
+    A directory without the marker was not made by the store and is never removed. A
+    writer that starts a spill meanwhile either finds the marker put back or recreates
+    the directory.
+    """
+    try:
+        with root.session_dir(name) as dir_fd:
+            if dir_fd < 0:
+                return False
+            with os.scandir(dir_fd) as entries:
+                names = [entry.name for entry in entries]
+            if names != [SESSION_MARKER]:
+                return False
+            if not unlink_quiet(SESSION_MARKER, dir_fd):
+                return False
+            try:
+                os.rmdir(name, dir_fd=root_fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                    logger.warning("could not remove session directory %s: %s", name, exc)
+                root.mark_session(dir_fd)  # a writer got in first: the directory stays ours
+                return False
+            return True
+    except OSError as exc:
+        logger.warning("skipping session directory %s: %s", name, exc)
+        return False
+
+
+def open_lock_file(root_fd: int, name: str) -> int:
+    """Open (creating) the lock file ``name``, replacing it if it is not a plain file.
+
+    It is opened read-only (``flock`` needs no write access), so a hard link planted in
+    its place is never written through; one with a second link is replaced by a new file.
+    """
+    flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(3):
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=root_fd)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise
+            logger.warning("replacing %s: it is not a regular file", name)
+        else:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.geteuid():
+                return fd
+            os.close(fd)
+            logger.warning("replacing %s: it is not a private regular file", name)
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            os.unlink(name, dir_fd=root_fd)
+    raise OSError(errno.EAGAIN, f"cannot make a private {name}")

@@ -1,0 +1,181 @@
+"""Hypothesis strategies for client configs: entries of every transport, written the way
+people and clients write them (comments, unicode, CRLF, tabs, trailing commas, unknown
+fields), in JSON/JSONC and in Codex's TOML."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.strategies import valid_utf8_text
+
+LAUNCHER = ["/opt/spill store/bin/spillstore"]
+
+words = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=8
+) | st.sampled_from(["npx", "-y", "--repository", "é", "\U0001f600", "${input:token}", " "])
+"""Command-line words and names: printable text, 4-byte characters included."""
+
+json_text = valid_utf8_text | words
+"""Text values for JSON files (control characters and CRLF included: JSON escapes them)."""
+
+
+def _extra(values: st.SearchStrategy[str], null: bool = True) -> st.SearchStrategy[dict[str, Any]]:
+    """Unknown fields and the usual ones every client keeps (env, cwd, timeouts)."""
+    scalars = (st.none() if null else st.nothing()) | st.booleans() | values
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "env": st.dictionaries(words, values, max_size=2),
+            "cwd": values,
+            "timeout": st.integers(0, 10**6),
+            "x-unknown": st.recursive(scalars, lambda v: st.lists(v, max_size=2), max_leaves=3),
+        },
+    )
+
+
+def entries(flavor: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """One server entry of any transport, for a client of ``flavor`` (``mcp``, ``vscode``,
+    ``gemini``, ``windsurf``, ``opencode``, ``codex``)."""
+    if flavor == "opencode":
+        local = st.builds(
+            lambda cmd, extra: {"type": "local", "command": cmd, **extra},
+            st.lists(values, min_size=1, max_size=4),
+            _extra(values),
+        )
+        remote = st.builds(
+            lambda url, extra: {"type": "remote", "url": url, **extra},
+            values,
+            st.fixed_dictionaries({}, optional={"enabled": st.booleans()}),
+        )
+        return local | remote
+    stdio = st.builds(
+        lambda cmd, args, typed, extra: {
+            **({"type": "stdio"} if typed else {}),
+            "command": cmd,
+            **({} if args is None else {"args": args}),
+            **extra,
+        },
+        values,
+        st.none() | st.lists(values, max_size=4),
+        st.booleans() if flavor not in ("codex", "gemini") else st.just(False),
+        _extra(values, null=flavor != "codex"),
+    )
+    url_key = {"gemini": "httpUrl", "windsurf": "serverUrl"}.get(flavor, "url")
+    http = st.builds(
+        lambda url, typed, extra: {**({"type": "http"} if typed else {}), url_key: url, **extra},
+        values.map(lambda s: "https://h/" + s),
+        st.booleans() if flavor not in ("codex", "gemini", "windsurf") else st.just(False),
+        _extra(values, null=flavor != "codex"),
+    )
+    sse = st.builds(lambda url: {"type": "sse", "url": url}, values)
+    if flavor == "gemini":
+        sse = st.builds(lambda url: {"url": url}, values)
+    headers = st.builds(
+        lambda url, token: {url_key: "https://h/" + url, "headers": {"Authorization": token}},
+        values,
+        values,
+    )
+    other = st.builds(
+        lambda args: {"command": "ctxtual", "args": ["wrap", "--", *args]}, st.lists(values)
+    )
+    return stdio | http | sse | headers | other
+
+
+@st.composite
+def json_config(draw: st.DrawFn, flavor: str, section: tuple[str, ...]) -> str:
+    """A JSON or JSONC config holding the servers at ``section``, in a drawn style."""
+    servers = draw(st.dictionaries(words, entries(flavor, json_text), max_size=5))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    step = draw(st.sampled_from(["  ", "    ", "\t"]))
+    comments = draw(st.booleans())
+    trailing = draw(st.booleans()) and comments
+    ascii_ = draw(st.booleans())
+    one_line_entries = draw(st.booleans())
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=ascii_)
+
+    def obj(value: dict[str, Any], indent: str, depth: int) -> str:
+        if not value:
+            return "{}"
+        inner = indent + step
+        lines = []
+        for i, (key, item) in enumerate(value.items()):
+            if isinstance(item, dict) and depth < len(section) + 1:
+                text = obj(item, inner, depth + 1)
+            elif isinstance(item, dict) and one_line_entries:
+                text = dump(item)
+            elif isinstance(item, dict):
+                text = json.dumps(item, ensure_ascii=ascii_, indent=len(step)).replace(
+                    "\n", newline + inner
+                )
+            else:
+                text = dump(item)
+            comment = f" // {key[:3]} é {i}" if comments and i % 2 == 0 else ""
+            lines.append(f"{inner}{dump(key)}: {text}{{COMMA}}{comment}")
+        body = [
+            line.replace("{COMMA}", "," if i < len(lines) - 1 or trailing else "")
+            for i, line in enumerate(lines)
+        ]
+        return "{" + newline + newline.join(body) + newline + indent + "}"
+
+    tree: Any = servers
+    for key in reversed(section):
+        tree = {key: tree}
+    tree = {"$schema": "x", **tree, "theme": "dark 🌙"}
+    head = f"/* settings {draw(words)} */{newline}" if comments else ""
+    return head + obj(tree, "", 0) + newline
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+@st.composite
+def toml_config(draw: st.DrawFn) -> str:
+    """A Codex config.toml: ``[mcp_servers.NAME]`` tables (or inline tables), comments,
+    CRLF or LF, unknown keys and tables around them."""
+    servers = draw(st.dictionaries(words, entries("codex", words), max_size=5))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    lines = ["# Codex é 🌙", 'model = "o3"', ""]
+    inline = {name: entry for name, entry in servers.items() if draw(st.booleans())}
+    if inline:
+        lines += ["[mcp_servers]"]
+        for name, entry in inline.items():
+            lines += [f"{_toml_string(name)} = {_toml_value(entry)}"]
+        lines += [""]
+    for name, entry in servers.items():
+        if name in inline:
+            continue
+        lines += [f"[mcp_servers.{_toml_string(name)}]"]
+        for k, v in entry.items():
+            comment = "  # kept" if draw(st.booleans()) else ""
+            if isinstance(v, list) and v and draw(st.booleans()):
+                items = "".join(f"  {_toml_value(x)},{newline}" for x in v)
+                lines.append(f"{_toml_string(k)} = [{newline}{items}]{comment}")
+            else:
+                lines.append(f"{_toml_string(k)} = {_toml_value(v)}{comment}")
+        lines.append("")
+    lines += ["[profiles.x]", 'model = "y"', ""]
+    return newline.join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{ "
+            + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}" for k, v in value.items())
+            + " }"
+        )
+    raise TypeError(value)

@@ -1,0 +1,114 @@
+"""install then uninstall gives back the same bytes, for every client format, over
+generated configs (comments, unicode, CRLF, tabs, unknown fields, every transport)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spillstore._clients import ops
+from spillstore._clients.formats import Format, JsonFormat
+from spillstore._clients.registry import CLIENTS, Place
+from spillstore._clients.wrap import ProxyOptions, Wrapped, wrapped_by
+from tests.clients.configs import LAUNCHER, json_config, toml_config
+
+PLACE = Place(home=Path("/home/é"), system="linux", env={}, cwd=Path("/home/é/app 🌙"))
+ENTRY_STYLE = {
+    "claude-code": "mcp",
+    "claude-desktop": "mcp",
+    "cursor": "mcp",
+    "zed": "mcp",
+    "vscode": "vscode",
+    "gemini": "gemini",
+    "windsurf": "windsurf",
+    "opencode": "opencode",
+    "codex": "codex",
+}
+SCOPED = [(client, scope) for client in CLIENTS for scope in CLIENTS[client].scopes]
+OPTIONS = ProxyOptions(max_bytes="20KB", store="s3://bucket/spills")
+
+
+def _config(client: str, scope: str, data: st.DataObject) -> ops.Config:
+    _, fmt = CLIENTS[client].locate(PLACE, scope, lambda path: False)
+    if client == "codex":
+        text = data.draw(toml_config())
+    else:
+        assert isinstance(fmt, JsonFormat)
+        text = data.draw(json_config(ENTRY_STYLE[client], fmt.sections[0]))
+    return ops.Config(fmt, CLIENTS[client].flavor, text, "cfg")
+
+
+def _argv(entry: dict[str, Any], fmt: Format, command_list: bool) -> list[str]:
+    if command_list:
+        return list(entry["command"])
+    return [entry["command"], *entry.get("args", [])]
+
+
+@pytest.mark.parametrize(("client", "scope"), SCOPED)
+@settings(max_examples=40)
+@given(data=st.data())
+def test_install_then_uninstall_gives_back_the_same_bytes(
+    client: str, scope: str, data: st.DataObject
+) -> None:
+    """Every server is wrapped or skipped with a reason; installing again changes nothing;
+    uninstall with the backups restores the original text exactly."""
+    config = _config(client, scope, data)
+    flavor = config.flavor
+    before = config.fmt.entries(config.text, "cfg")
+    wrapped, changes, backups = ops.install(config, None, launcher=LAUNCHER, options=OPTIONS)
+    assert [change.name for change in changes] == list(before)
+    after = config.fmt.entries(wrapped, "cfg")
+    assert list(after) == list(before)
+    for change in changes:
+        entry = after[change.name]
+        if change.action == "skipped":
+            assert entry == before[change.name]
+            continue
+        found = wrapped_by(entry, flavor)
+        assert isinstance(found, Wrapped)
+        assert found.options == ("--max-bytes", "20KB", "--store", "s3://bucket/spills")
+        if found.url is None:
+            assert list(found.command) == _argv(
+                before[change.name], config.fmt, flavor.command_list
+            )
+        kept = {k: v for k, v in entry.items() if k not in ("command", "args", "type")}
+        assert all(before[change.name].get(k) == v for k, v in kept.items())
+
+    again, _, more = ops.install(
+        dataclasses.replace(config, text=wrapped), None, launcher=LAUNCHER, options=OPTIONS
+    )
+    assert (again, more) == (wrapped, [])
+
+    kept_backups = {backup.key: backup for backup in backups}
+    restored, _ = ops.uninstall(
+        dataclasses.replace(config, text=wrapped), None, backup=kept_backups.get
+    )
+    assert restored == config.text
+
+
+@pytest.mark.parametrize(("client", "scope"), SCOPED)
+@settings(max_examples=20)
+@given(data=st.data())
+def test_uninstall_without_backups_rebuilds_every_local_server(
+    client: str, scope: str, data: st.DataObject
+) -> None:
+    """With the backups lost, uninstall still gives back each local server's command line
+    and every other field (its formatting may differ)."""
+    config = _config(client, scope, data)
+    before = config.fmt.entries(config.text, "cfg")
+    wrapped, changes, _ = ops.install(config, None, launcher=LAUNCHER, options=OPTIONS)
+    rebuilt, _ = ops.uninstall(
+        dataclasses.replace(config, text=wrapped), None, backup=lambda key: None
+    )
+    after = config.fmt.entries(rebuilt, "cfg")
+    for change in changes:
+        original = before[change.name]
+        if change.action == "wrapped" and "command" in original:
+            if not original.get("args", True):  # an empty args list is not written back
+                original = {k: v for k, v in original.items() if k != "args"}
+            assert after[change.name] == original

@@ -1,0 +1,327 @@
+"""The command line's safe edits on real files: a malformed or concurrently changed
+config is never written, --dry-run only prints, a second install changes nothing, links,
+byte-order marks and modes survive, a moved config still uninstalls byte for byte, and
+what cannot be wrapped is reported."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from spillstore._cli import main
+from spillstore._clients import files
+from spillstore._clients.errors import ClientConfigError
+
+LAUNCHER = "/opt/spillstore/bin/spillstore"
+CONFIG = """{
+  // my servers
+  "mcpServers": {
+    "git": {"command": "uvx", "args": ["mcp-server-git"]},
+    "docs": {"type": "http", "url": "https://docs.example/mcp"},
+    "feed": {"type": "sse", "url": "https://feed.example/sse"},
+    "private": {"type": "http", "url": "https://p.example/mcp", "headers": {"X-Key": "k"}},
+    "capped": {"command": "uvx", "args": ["ctxtual", "wrap", "--", "npx", "srv"]}
+  }
+}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory holding ``.mcp.json``, with a home of its own."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / ".mcp.json").write_text(CONFIG, encoding="utf-8")
+    return work / ".mcp.json"
+
+
+class Cli:
+    """The real entry point (one-line errors, exit codes), run in-process."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+
+    def __call__(self, *args: str) -> tuple[int, str]:
+        """Run ``spillstore ARGS``: the exit status, and stdout then stderr."""
+        self.capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_:
+            main(list(args))
+        captured = self.capsys.readouterr()
+        return int(exit_.value.code or 0), captured.out + captured.err
+
+    def install(self, *args: str) -> tuple[int, str]:
+        """``install claude-code --scope project`` with a fixed launcher."""
+        return self("install", "claude-code", "--scope", "project", "--launcher", LAUNCHER, *args)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(capsys)
+
+
+def backups(project: Path) -> list[Path]:
+    folder = project.parent.parent / "home" / ".local" / "state" / "spillstore" / "clients"
+    return sorted(folder.iterdir()) if folder.exists() else []
+
+
+def test_install_wraps_what_it_can_and_says_why_not_for_the_rest(project: Path, cli: Cli) -> None:
+    """Local and streamable-HTTP servers are wrapped; SSE, header-bearing and
+    already-capped servers are reported and left byte for byte."""
+    code, out = cli.install("--all", "--max-bytes", "20KB")
+    assert code == 0, out
+    assert "git: wrapped - (--max-bytes 20KB): -- uvx mcp-server-git" in out
+    assert "docs: wrapped - (--max-bytes 20KB): --url https://docs.example/mcp" in out
+    assert "feed: skipped - an SSE server" in out
+    assert "private: skipped - sends headers or a token" in out
+    assert "capped: skipped - already wrapped by ctxtual" in out
+    text = project.read_text(encoding="utf-8")
+    for kept in ("// my servers", '"feed": {"type": "sse"', '"X-Key": "k"', '"ctxtual", "wrap"'):
+        assert kept in text
+    servers = json.loads(text.replace("// my servers", ""))["mcpServers"]
+    assert servers["git"]["args"] == [
+        "mcp",
+        "proxy",
+        "--max-bytes",
+        "20KB",
+        "--",
+        "uvx",
+        "mcp-server-git",
+    ]
+    assert servers["docs"] == {
+        "type": "stdio",
+        "command": LAUNCHER,
+        "args": ["mcp", "proxy", "--max-bytes", "20KB", "--url", "https://docs.example/mcp"],
+    }
+
+
+def test_installing_twice_changes_nothing(project: Path, cli: Cli) -> None:
+    """A second install finds every server wrapped already and does not write."""
+    cli.install("--all")
+    first = project.read_bytes()
+    before = project.stat().st_mtime_ns
+    code, out = cli.install("--all")
+    assert code == 0
+    assert "git: skipped - already wrapped by spillstore" in out
+    assert project.read_bytes() == first
+    assert project.stat().st_mtime_ns == before
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(project: Path, cli: Cli) -> None:
+    """--dry-run shows the unified diff and leaves the file and the backups alone."""
+    code, out = cli.install("--server", "git", "--dry-run")
+    assert code == 0
+    assert '-    "git": {"command": "uvx", "args": ["mcp-server-git"]},' in out
+    assert f'+    "git": {{"command": "{LAUNCHER}", "args": ["mcp", "proxy", "--", "uvx"' in out
+    assert project.read_text(encoding="utf-8") == CONFIG
+    assert backups(project) == []
+
+
+def test_a_malformed_config_is_one_error_line_and_left_untouched(project: Path, cli: Cli) -> None:
+    """Broken JSON: exit 1, one line naming the file, line and column; nothing written."""
+    broken = CONFIG.replace('"mcp-server-git"]', '"mcp-server-git"')
+    project.write_text(broken, encoding="utf-8")
+    code, out = cli.install("--all")
+    assert code == 1
+    assert out.count("\n") == 1
+    assert f"{project}: not valid JSON at line 4" in out
+    assert project.read_text(encoding="utf-8") == broken
+
+
+def test_a_file_changed_between_read_and_write_is_not_overwritten(project: Path) -> None:
+    """The write checks the file still holds what was read; if not, it refuses."""
+    snapshot = files.read(project)
+    project.write_text('{"mcpServers": {}}\n', encoding="utf-8")
+    with pytest.raises(ClientConfigError, match="changed since it was read"):
+        files.write(snapshot, "{}\n")
+    assert project.read_text(encoding="utf-8") == '{"mcpServers": {}}\n'
+    assert [p.name for p in project.parent.iterdir()] == [".mcp.json"]
+
+
+def test_mode_link_and_byte_order_mark_survive(project: Path, tmp_path: Path, cli: Cli) -> None:
+    """The file keeps its mode; a symlinked config stays a link to the edited target; a
+    UTF-8 byte-order mark stays in front."""
+    target = tmp_path / "dotfiles" / "mcp.json"
+    target.parent.mkdir()
+    target.write_bytes(b"\xef\xbb\xbf" + CONFIG.encode())
+    target.chmod(0o640)
+    project.unlink()
+    project.symlink_to(target)
+    code, out = cli.install("--all")
+    assert code == 0, out
+    assert project.is_symlink()
+    assert target.read_bytes().startswith(b"\xef\xbb\xbf{")
+    assert b"mcp-server-git" in target.read_bytes()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert target.read_bytes() == b"\xef\xbb\xbf" + CONFIG.encode()
+
+
+def test_a_moved_config_still_uninstalls_byte_for_byte(
+    project: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """Backups are keyed by the wrapped entry, not the file's place: move the file, edit
+    another part of it, and uninstall still restores each entry exactly."""
+    cli.install("--all")
+    moved = tmp_path / "elsewhere.json"
+    os.replace(project, moved)
+    text = moved.read_text(encoding="utf-8").replace("// my servers", "// my servers, moved")
+    moved.write_text(text, encoding="utf-8")
+    code, out = cli("uninstall", "claude-code", "--config", str(moved), "--all")
+    assert code == 0, out
+    assert out.count("restored - from its backup, as it was") == 2
+    assert moved.read_text(encoding="utf-8") == CONFIG.replace(
+        "// my servers", "// my servers, moved"
+    )
+
+
+def test_without_its_backup_an_entry_is_rebuilt_from_its_command_line(
+    project: Path, cli: Cli
+) -> None:
+    """Lost backups: uninstall rebuilds the original values from the wrapped command line,
+    and says so."""
+    cli.install("--server", "git")
+    for backup in backups(project):
+        backup.unlink()
+    code, out = cli("uninstall", "claude-code", "--scope", "project", "--server", "git")
+    assert code == 0
+    assert "git: restored - rebuilt from its command line (no backup found)" in out
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    assert servers["mcpServers"]["git"] == {"command": "uvx", "args": ["mcp-server-git"]}
+
+
+def test_bad_choices_are_refused_before_anything_is_read(project: Path, cli: Cli) -> None:
+    """No server chosen, an unknown client or scope, an unknown server: one line each."""
+    assert cli.install()[0] == 2
+    assert cli("install", "emacs", "--all")[0] == 2
+    assert cli("install", "cursor", "--scope", "local", "--all")[0] == 2
+    code, out = cli.install("--server", "nope")
+    assert code == 1
+    assert "no server named nope (servers: git, docs, feed, private, capped)" in out
+    assert project.read_text(encoding="utf-8") == CONFIG
+
+
+def test_add_writes_a_wrapped_entry_and_refuses_a_taken_name(tmp_path: Path, cli: Cli) -> None:
+    """add creates the file (0600) and section when missing, wraps the new server, and
+    will not replace a server of the same name."""
+    config = tmp_path / "new" / "mcp.json"
+    code, out = cli(
+        "add",
+        "cursor",
+        "git",
+        "--config",
+        str(config),
+        "--launcher",
+        LAUNCHER,
+        "--",
+        "uvx",
+        "mcp-server-git",
+    )
+    assert code == 0, out
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert json.loads(config.read_text(encoding="utf-8")) == {
+        "mcpServers": {
+            "git": {"command": LAUNCHER, "args": ["mcp", "proxy", "--", "uvx", "mcp-server-git"]}
+        }
+    }
+    code, out = cli("add", "cursor", "git", "--config", str(config), "--url", "https://x/mcp")
+    assert code == 1
+    assert "already there" in out
+    code, out = cli("add", "cursor", "web", "--config", str(config), "--url", "https://x/mcp")
+    assert code == 0
+    assert "web: added - wrapped (default options): --url https://x/mcp" in out
+
+
+def test_status_json_lists_each_file_and_server(project: Path, cli: Cli) -> None:
+    """status --json: one record per file, one per server, with what wraps it."""
+    cli.install("--server", "git")
+    _, out = cli("--json", "status", "claude-code", "--scope", "project")
+    document = json.loads(out)
+    assert document["version"] == 1
+    [row] = document["files"]
+    assert (row["client"], row["scope"], row["exists"]) == ("claude-code", "project", True)
+    assert row["servers"][0] == {
+        "name": "git",
+        "action": "seen",
+        "detail": "wrapped (default options): -- uvx mcp-server-git",
+    }
+
+
+def test_each_config_gets_its_own_original_back(project: Path, tmp_path: Path, cli: Cli) -> None:
+    """The same server, written differently in two configs, wraps to the same entry; each
+    file still gets its own text back."""
+    other = tmp_path / "other.json"
+    other.write_text(
+        '{"mcpServers": {"git": {"command": "uvx",\n  "args": [\n    "mcp-server-git"\n  ]}}}\n',
+        encoding="utf-8",
+    )
+    first = other.read_bytes()
+    cli.install("--server", "git")
+    cli("install", "claude-code", "--config", str(other), "--launcher", LAUNCHER, "--all")
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    cli("uninstall", "claude-code", "--config", str(other), "--all")
+    assert project.read_text(encoding="utf-8") == CONFIG
+    assert other.read_bytes() == first
+
+
+def test_a_backup_that_does_not_fit_gives_its_values_not_its_text(project: Path, cli: Cli) -> None:
+    """A backup edited by hand whose text no longer reads as the value it recorded is not
+    spliced in: the recorded value is written instead, and the output says so."""
+    cli.install("--server", "git")
+    [backup] = backups(project)
+    record = json.loads(backup.read_text(encoding="utf-8"))
+    for copy in record["copies"].values():
+        copy["original_text"] = '{"command": "rm", "args": ["-rf", "/"]'
+    backup.write_text(json.dumps(record), encoding="utf-8")
+    code, out = cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert code == 0, out
+    assert "git: restored - from its backup's values (its text did not fit)" in out
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    assert servers["mcpServers"]["git"] == {"command": "uvx", "args": ["mcp-server-git"]}
+
+
+def test_a_module_launcher_is_recognised_as_spillstore(project: Path, cli: Cli) -> None:
+    """``python -m spillstore._cli`` (the fallback when no spillstore script is found)
+    counts as spillstore: a second install skips it, uninstall restores it."""
+    launcher = ["install", "claude-code", "--scope", "project", "--launcher"]
+    module = "/usr/bin/python3 -m spillstore._cli"
+    cli(*launcher, module, "--server", "git")
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    assert servers["mcpServers"]["git"] == {
+        "command": "/usr/bin/python3",
+        "args": ["-m", "spillstore._cli", "mcp", "proxy", "--", "uvx", "mcp-server-git"],
+    }
+    _, out = cli(*launcher, module, "--server", "git")
+    assert "git: skipped - already wrapped by spillstore" in out
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert project.read_text(encoding="utf-8") == CONFIG
+
+
+def test_add_nests_a_new_project_entry_in_the_files_own_indent(project: Path, cli: Cli) -> None:
+    """Claude Code's local scope: a server for a project not yet in ``~/.claude.json`` is
+    added under ``projects.CWD.mcpServers``, indented like the rest of the file."""
+    claude = project.parent.parent / "home" / ".claude.json"
+    claude.write_text('{\n  "projects": {\n    "/other": {}\n  }\n}\n', encoding="utf-8")
+    code, out = cli(
+        "add", "claude-code", "git", "--scope", "local", "--launcher", "/s", "--", "uvx"
+    )
+    assert code == 0, out
+    key = json.dumps(str(project.parent))
+    assert claude.read_text(encoding="utf-8") == (
+        '{\n  "projects": {\n    "/other": {},\n'
+        f"    {key}: {{\n"
+        '      "mcpServers": {\n'
+        '        "git": {\n'
+        '          "type": "stdio",\n'
+        '          "command": "/s",\n'
+        '          "args": ["mcp", "proxy", "--", "uvx"]\n'
+        "        }\n      }\n    }\n  }\n}\n"
+    )
