@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 
 from spillstore import SpillInfo, ToolResult
-from tests.oracle.known import skip_check
 from tests.oracle.model import Truth, clean, model_encode, shown
 from tests.oracle.reader import Pager, call_args, text_of
 
@@ -118,7 +117,10 @@ def _check_path(case: Case, path: str, pointer: str) -> None:
     assert by_path == by_id, "Read by path and by id differ"
 
 
-EMPTY_TAIL = "line pages of a spill whose retained tail is empty"
+CLOSING = re.compile(
+    r"\[(\d+) more blob\(s\), not named here: (\d+) saved as spills of their own"
+    r" \(the spill list of this session shows them\), (\d+) NOT saved \(the store failed\)\]"
+)
 BLOB_NOTICE = re.compile(
     r"\[blob (\S+), (\d+) bytes(?:, uri [^\]]*)?, (?:saved as spill (\S+);"
     r' read it with \w+\(spill="(\S+)", byte_offset=0\)|NOT saved \(.*\))\]'
@@ -129,11 +131,12 @@ def _check_blobs(case: Case) -> None:
     """Each blob of a cut result is a spill of its decoded bytes, named by its notice."""
     notices = [getattr(p, "text", "") for p in case.result.content[1:]]
     named = [m for m in map(BLOB_NOTICE.fullmatch, notices) if m is not None]
-    closing = any(
-        text.endswith("not named here: the spill list of this session shows them]")
-        for text in notices
-    )
-    assert len(named) == len(case.blobs) or (closing and len(named) < len(case.blobs)), notices
+    closing = [m for m in map(CLOSING.fullmatch, notices) if m is not None]
+    unnamed = sum(int(m[1]) for m in closing)
+    assert len(named) + unnamed == len(case.blobs), f"blobs unaccounted for: {notices}"
+    for m in closing:
+        assert int(m[1]) == int(m[2]) + int(m[3]), m[0]
+        assert case.store_failed or m[3] == "0", m[0]
     assert case.pager is not None or case.store_failed
     for (mime, decoded), notice in zip(case.blobs, named, strict=False):
         assert (notice[1], int(notice[2])) == (mime, len(decoded)), notice[0]
@@ -226,7 +229,6 @@ def _check_replace(case: Case, info: SpillInfo, pointer: str) -> None:
     if case.pager is None or info.saved == "none":
         return
     pager = case.pager
-    stored = pager.stored
     _read_kept_ranges(case, pager)
     if tail_start > head_end:
         first_line, last_line = truth.lines_of(head_end, tail_start)  # type: ignore[misc]
@@ -240,8 +242,7 @@ def _check_replace(case: Case, info: SpillInfo, pointer: str) -> None:
             assert args["byte_offset"] == head_end, nxt[0]
         else:
             assert args["offset"] == first_line, nxt[0]
-        if not (stored[-1][1] < truth.total and skip_check(EMPTY_TAIL)):
-            pager.lines_from(first_line, last_line)
+        pager.lines_from(first_line, last_line)
 
 
 def _read_kept_ranges(case: Case, pager: Pager) -> None:
@@ -249,8 +250,6 @@ def _read_kept_ranges(case: Case, pager: Pager) -> None:
     truth, stored = case.truth, pager.stored
     for start, end in stored:
         pager.bytes_from(start, end, case.byte_page)
-    if stored and stored[-1][1] < truth.total and skip_check(EMPTY_TAIL):
-        return
     for start, end in stored:
         pager.lines_from(truth.line_of(start), truth.line_of(end - 1))
 

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from spillstore import Part, Settings
-from tests.oracle.model import is_valid_utf8
 from tests.oracle.strategies import StoreChoice
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -44,16 +43,6 @@ class Known:
     triggered: Callable[[Inputs], bool]
 
 
-def _small_invalid_with_suffix(i: Inputs) -> bool:
-    raw = i.raw
-    return (
-        bool(i.suffix)
-        and raw is not None
-        and not is_valid_utf8(raw)
-        and len(raw) <= (i.config.max_bytes)
-    )
-
-
 def _file_with_short_retained_tail(i: Inputs) -> bool:
     raw, config = i.raw, i.config
     if raw is None or i.streamed or config.retention_bytes is None:
@@ -68,22 +57,12 @@ KNOWN: tuple[Known, ...] = (
         "F15, F16 (new)",
         _file_with_short_retained_tail,
     ),
-    Known(
-        "invalid UTF-8 within the budget, cut for its suffix",
-        "F13 (new)",
-        _small_invalid_with_suffix,
-    ),
 )
 """Inputs routed to reproductions (all fixed so far: lone surrogates in the suffix, large
 suffixes, an empty last part, invalid UTF-8 within the budget, blobs, dead-store files)."""
 
 
-KNOWN_CHECKS: dict[str, str] = {
-    "a line whose start was not kept, shown mid-page": "F10 (new)",
-    "line pages of a spill whose retained tail is empty": "F11 (new)",
-    "a byte page's footer at an empty retained tail": "F12 (new)",
-    "a line-mode hint past a gap inside one line": "F14 (new)",
-}
+KNOWN_CHECKS: dict[str, str] = {}
 """Checks skipped, for the named situation only, until the defect is fixed."""
 
 _ENFORCING: list[bool] = []

@@ -66,7 +66,6 @@ def test_a_file_backed_output_on_a_dead_store_gets_a_preview() -> None:
         run_file(SMALL, log, StoreChoice("failing", 0), suffix="exit code 1")
 
 
-@_known("a line whose start was not kept, shown mid-page")
 def test_line_pages_near_a_retention_gap_show_the_kept_part() -> None:
     """A line whose newline was not kept reads as its kept part, never an internal error;
     the first line after the gap says its start was not kept."""
@@ -106,28 +105,24 @@ TINY_TAIL = Settings(
 """A retained tail too small for the output's last character: nothing of the tail is kept."""
 
 
-@_known("line pages of a spill whose retained tail is empty")
 def test_line_pages_of_a_spill_without_its_tail_read_the_kept_part() -> None:
     """The pointer's Read hint works when the retention cap kept no tail bytes."""
     with enforcing_all():
         run_stream(TINY_TAIL, ["\u20ac" * 1366], MEMORY)
 
 
-@_known("a byte page's footer at an empty retained tail")
 def test_byte_pages_name_the_unkept_end_exactly() -> None:
     """The byte page that reaches the unkept end names it as [end of kept, total)."""
     with enforcing_all():
         run_text(TINY_TAIL, "\u20ac" * 1366, MEMORY)
 
 
-@_known("invalid UTF-8 within the budget, cut for its suffix")
 def test_small_invalid_output_cut_for_its_suffix_is_stored_raw() -> None:
     """One 0xff byte and a long suffix: the spill holds the byte, not U+FFFD."""
     with enforcing_all():
         run_file(SMALL, b"\xff", MEMORY, suffix="S" * 2042 + "END")
 
 
-@_known("a line-mode hint past a gap inside one line")
 def test_a_gap_inside_one_line_gets_a_hint_that_moves_on() -> None:
     """Line 1 holds the whole retention gap: the hint past it is not the same call."""
     config = Settings(
