@@ -173,8 +173,11 @@ def test_results_with_parts_tell_only_the_truth(
     """Several text parts, embedded text, media and blobs, a suffix, or spill_exempt."""
     count = data.draw(st.integers(1, 4))
     parts: list[Part] = []
+    media_only = data.draw(st.integers(0, 9)) == 0  # a result with no text part at all
     for _ in range(count):
-        parts.extend(data.draw(st.lists(media, max_size=1)))
+        parts.extend(data.draw(st.lists(media, min_size=media_only, max_size=1 + media_only)))
+        if media_only:
+            continue
         text = data.draw(texts(config.max_bytes // count))
         parts.append(
             TextPart(text) if data.draw(st.booleans()) else EmbeddedText("file:///o", text)
