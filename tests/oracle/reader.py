@@ -276,3 +276,5 @@ class Pager:
             assert nxt > offset, f"grep hint does not move: {footer}"
             offset = nxt
         assert found == expected, f"grep -C {context} found lines {found}, expected {expected}"
+        counted = text_of(self.tools.grep(needle, self.spill, literal=True, output_mode="count"))
+        assert counted.split("\n", 1)[0].endswith(f": {len(expected)} matching lines"), counted
