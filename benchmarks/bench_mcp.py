@@ -7,6 +7,7 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
 - ``--retention off``: the proxy stores whole outputs (default: the 10 MiB retention cap
   keeps the first 9 MiB and the last 1 MiB of a larger output);
 - ``--sdk-big``: also time the SDK's own stdio client on the big result (quadratic);
+- ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else);
 - ``--ctxtual PATH``: a ``ctxtual`` executable to compare with (``pip install
   "ctxtual[mcp]"`` in a throwaway venv); ``--ctxtual-max-mb 10``: sizes above this are
   not run through ctxtual (its stdio client is quadratic too).
@@ -25,7 +26,9 @@ What is measured (every scenario in a fresh worker process, the upstream always
    Time is the ``tools/call`` round trip seen by the client; peak RSS is the VmHWM of
    the proxy process (for direct: of the client process, which holds the whole result).
 2. per-call overhead on a small result (``echo``): median per call, direct vs proxy,
-   both connections open in one worker, interleaved rounds.
+   both connections open in one worker, interleaved rounds;
+3. (``--cold``) cold start: the SDK's stdio client entering (spawn, ``initialize``)
+   ``mcp-server-git`` directly vs behind ``python -m spillstore._cli mcp proxy``.
 """
 
 from __future__ import annotations
@@ -139,9 +142,38 @@ async def _small_worker(calls: int, rounds: int) -> dict[str, Any]:
     }
 
 
+async def _cold_worker(rounds: int) -> dict[str, Any]:
+    """Time ``initialize`` (spawn to handshake done) with mcp-server-git, direct vs proxy."""
+    from mcp import Client, StdioServerParameters
+
+    git = [str(Path(sys.executable).with_name("mcp-server-git")), "--repository", str(ROOT)]
+    samples: dict[str, list[float]] = {"direct": [], "proxy": [], "late": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        proxy = [sys.executable, "-m", "spillstore._cli", "mcp", "proxy", "--dir", tmp, "--"]
+        # The control: the library entry point imports the SDK, then starts the upstream.
+        late = [
+            sys.executable,
+            "-c",
+            f"import sys; from spillstore.mcp import run_proxy; "
+            f"run_proxy(sys.argv[1:], dir={tmp!r})",
+        ]
+        commands = {"direct": git, "proxy": [*proxy, *git], "late": [*late, *git]}
+        for _ in range(rounds):
+            for name, command in commands.items():
+                params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+                start = time.perf_counter()
+                async with Client(params, mode="legacy"):
+                    samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()} | {
+        "rounds": samples
+    }
+
+
 def _worker(argv: list[str]) -> None:
     if argv[0] == "big":
         out = asyncio.run(_big_worker(argv[1], int(argv[2]), argv[3] or None))
+    elif argv[0] == "cold":
+        out = asyncio.run(_cold_worker(int(argv[1])))
     else:
         out = asyncio.run(_small_worker(int(argv[1]), int(argv[2])))
     print(json.dumps(out))
@@ -204,6 +236,31 @@ def _big_table(size: int, kinds: list[str], rounds: int, ctxtual: str, limit: fl
         )
 
 
+def _cold_table(rounds: int) -> None:
+    cold = _spawn("cold", str(rounds), timeout=900)
+    if cold is None:
+        print("cold start: did not finish")
+        return
+    direct, proxy, late = cold["direct"], cold["proxy"], cold["late"]
+    print(
+        f"\ncold start (SDK stdio client: spawn to initialize done, mcp-server-git), "
+        f"{rounds} interleaved rounds, medians:"
+    )
+    print("| path | initialize | vs direct |")
+    print("|---|---|---|")
+    print(f"| direct | {direct:.3f} s | |")
+    print(
+        f"| spillstore proxy (command line: upstream first) | {proxy:.3f} s | "
+        f"{proxy / direct:.2f}x |"
+    )
+    print(f"| control: run_proxy() (SDK imported first) | {late:.3f} s | {late / direct:.2f}x |")
+    ratios = [p / d for d, p in zip(cold["rounds"]["direct"], cold["rounds"]["proxy"], strict=True)]
+    print(
+        f"per-round ratio: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x, "
+        f"max {max(ratios):.2f}x"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--worker", nargs="+")
@@ -222,6 +279,10 @@ def main() -> None:
     parser.add_argument(
         "--sdk-big", action="store_true", help="also time the SDK's stdio client on the big result"
     )
+    parser.add_argument(
+        "--cold", type=int, default=0, help="rounds of the cold start (initialize) comparison"
+    )
+    parser.add_argument("--only-cold", action="store_true", help="only the cold start")
     args = parser.parse_args()
     if args.worker:
         _worker(args.worker)
@@ -229,6 +290,10 @@ def main() -> None:
     if args.retention is not None:
         os.environ["SPILLSTORE_RETENTION_BYTES"] = args.retention
     print(f"machine: {machine()}")
+    if args.cold:
+        _cold_table(args.cold)
+        if args.only_cold:
+            return
     print(f"date: {time.strftime('%Y-%m-%d')}")
     retention = os.environ.get("SPILLSTORE_RETENTION_BYTES", "default (10MiB)")
     print(f"proxy retention cap (SPILLSTORE_RETENTION_BYTES): {retention}")

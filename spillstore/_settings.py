@@ -38,7 +38,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from spillstore._core.checks import shown
+from spillstore._core.checks import at_most, shown
 from spillstore._errors import ConfigError
 
 __all__ = [
@@ -298,14 +298,6 @@ def _describe(error: ErrorDetails) -> tuple[str, str | None]:
     return f"{field_label(field)}: {error['msg']}; got {shown(error.get('input'))}", field
 
 
-def _at_most(size: int | None, field: str | None) -> int | None:
-    """Return ``size`` unless it is over the largest value ``field`` accepts."""
-    maximum = MAX_STORED_BYTES if field in _STORED_FIELDS else MAX_INLINE_BYTES
-    if size is not None and size > maximum:
-        raise ConfigError(f"must be at most {maximum} bytes; got {shown(size)}")
-    return size
-
-
 def _check(condition: bool, field: str, message: str) -> None:
     """Raise a ``ConfigError`` on ``field`` with ``message`` unless ``condition`` holds."""
     if not condition:
@@ -365,6 +357,14 @@ class Settings(BaseSettings):
         description="The store root; None means platformdirs' user cache directory "
         "(resolved by the store, not here).",
     )
+    store: str | None = Field(
+        default=None,
+        description="A store URL: PATH, file://PATH, s3://BUCKET/PREFIX or memory://; wins "
+        "over dir when both come from the same place (see spillstore._stores.url).",
+    )
+    s3_endpoint: str | None = Field(default=None, description="S3 endpoint (else AWS_*).")
+    s3_region: str | None = Field(default=None, description="S3 region (else AWS_REGION).")
+    s3_allow_http: bool | None = Field(default=None, description="Allow an http:// endpoint.")
     session: str = Field(
         default="default",
         description="The session name spills are grouped under: 1-64 characters from "
@@ -426,13 +426,14 @@ class Settings(BaseSettings):
     @classmethod
     def _parse_size(cls, value: object, info: ValidationInfo) -> int | None:
         """Parse a size; the caps ``"off"`` or ``None`` turn off are the optional fields."""
-        off = info.field_name in _OFF_FIELDS
-        return _at_most(parse_size(value, allow_off=off), info.field_name)
+        size = parse_size(value, allow_off=info.field_name in _OFF_FIELDS)
+        stored = info.field_name in _STORED_FIELDS
+        return at_most(size, MAX_STORED_BYTES if stored else MAX_INLINE_BYTES)
 
     @field_validator("dir", mode="before")
     @classmethod
     def _parse_dir(cls, value: object) -> Path | None:
-        """Accept ``None``, a non-empty string or an ``os.PathLike[str]``."""
+        """Accept ``None``, a non-empty string or an ``os.PathLike[str]``; expand ``~``."""
         if value is None:
             return None
         if isinstance(value, os.PathLike):
@@ -444,7 +445,7 @@ class Settings(BaseSettings):
                 f"must be a non-empty path (unset {env_var_name('dir')} to use the default "
                 f"cache directory); got {shown(value)}"
             )
-        return Path(value)
+        return Path(value).expanduser()
 
     @field_validator("session", mode="before")
     @classmethod

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from spillstore._cli.errors import EXIT_FAILED, store_errors
+from spillstore._cli.errors import EXIT_FAILED, EXIT_USAGE, fail, store_errors
 from spillstore._cli.options import (
     command_app,
     global_options,
@@ -22,6 +22,7 @@ from spillstore._cli.options import (
     takes_global_options,
 )
 from spillstore._cli.output import emit_json, table, write
+from spillstore._stores.local import LocalStore
 
 __all__ = ["app"]
 
@@ -39,6 +40,11 @@ def check(
     """List orphans, torn spills, bad entries and loose permissions; --fix repairs them."""
     with store_errors():
         store = open_store(settings(ctx), ctx)
+        if not isinstance(store, LocalStore):
+            fail(
+                f"check works on a local store (--dir PATH); this is a {type(store).__name__}",
+                EXIT_USAGE,
+            )
         report = store.check(fix=fix)
     if global_options(ctx).json:
         emit_json(

@@ -20,7 +20,8 @@ Each file is printed with what happened to each server (``wrapped``, ``restored`
 ``added``, ``skipped`` with the reason); ``--json`` prints ``{"version": 1, "command",
 "dry_run", "files": [{"client", "scope", "path", "exists", "changed", "diff" (dry run
 only), "servers": [{"name", "action", "detail"}]}]}``. A malformed config, or one that
-changed while being edited, is one error line (exit 1) and is left as it was.
+changed while being edited, is one error line (exit 1) and is left as it was; ``status``
+still shows the other files first.
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ from spillstore._cli.options import (
 )
 from spillstore._cli.output import emit_json, write
 from spillstore._clients import files, ops
+from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.formats import Format
 from spillstore._clients.registry import CLIENTS, Client, Place, backup_dir
-from spillstore._clients.wrap import ProxyOptions
+from spillstore._clients.wrap import ProxyOptions, check_launcher
 
 __all__ = ["app"]
 
@@ -113,6 +115,8 @@ def _targets(place: Place, client: Client, scope: str | None, config: str | None
         fail(
             f"{client.name} has no scope {scope!r}; one of: {', '.join(client.scopes)}", EXIT_USAGE
         )
+    if scope is None and config is not None:  # one file: read it as the default scope's
+        scope = client.scopes[0]
     scopes = [scope] if scope is not None else list(client.scopes)
     found = []
     for each in scopes:
@@ -143,13 +147,18 @@ def _names(servers: list[str] | None, every: bool) -> list[str] | None:
 
 def _launcher(given: str | None) -> list[str]:
     if given:
-        return shlex.split(given, posix=sys.platform != "win32")
+        words = shlex.split(given, posix=sys.platform != "win32")
+        try:
+            check_launcher(words)
+        except ClientConfigError as exc:
+            fail(f"--launcher: {exc}", EXIT_USAGE)
+        return words
     program = Path(sys.argv[0])
     if program.name.removesuffix(".exe") == "spillstore" and program.is_file():
-        return [str(program.resolve())]
+        return [os.path.abspath(program)]  # a link (pipx) survives upgrades
     found = shutil.which("spillstore")
     if found:
-        return [str(Path(found).resolve())]
+        return [os.path.abspath(found)]
     return [sys.executable, "-m", "spillstore._cli"]  # run as a module: the same interpreter
 
 
@@ -265,16 +274,23 @@ def status_command(
     """Show which servers are wrapped, per client and scope, and with which options."""
     place = _place()
     chosen = [_client(client)] if client else list(CLIENTS.values())
-    rows = []
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
     for each in chosen:
         if scope is not None and scope not in each.scopes and client is None:
             continue
         for target in _targets(place, each, scope, config):
-            snapshot = files.read(target.path)
-            changes = ops.status(target.config(snapshot)) if snapshot.data is not None else []
+            try:  # one broken file is reported; the others are still shown
+                snapshot = files.read(target.path)
+                found = ops.status(target.config(snapshot)) if snapshot.data is not None else []
+            except ClientConfigError as exc:
+                errors.append(str(exc))
+                continue
             if snapshot.data is not None or client is not None:
-                rows.append(_row(target, snapshot, changes))
+                rows.append(_row(target, snapshot, found))
     _report(ctx, "status", False, rows)
+    if errors:
+        fail("; ".join(errors))
 
 
 @app.command("add")

@@ -2,10 +2,14 @@
 
 ``serve`` runs the spill server (:func:`spillstore.mcp.serve`), ``proxy`` puts any MCP
 server behind the cap (:func:`spillstore.mcp.run_proxy`). Both speak MCP on stdout and
-log to stderr only. ``--dir`` and ``--session`` are the global options: given after
-``serve``/``proxy``, or before ``mcp`` on the ``spillstore`` command line.
+log to stderr only. ``--dir`` (or ``--store URL``) and ``--session`` are the global
+options: given after ``serve``/``proxy``, or before ``mcp`` on the ``spillstore``
+command line.
 
-This module imports the MCP SDK; the root command line loads it only when ``mcp`` runs.
+The root command line loads this module only when ``mcp`` runs, and this module imports
+the MCP SDK only once a command runs: ``proxy`` first starts the upstream server
+(:func:`spillstore.mcp.launch.launch`, standard library only), then imports the SDK
+while the upstream boots, and the proxy adopts the running process.
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ from spillstore._cli.options import (
     command_app,
     global_options,
     optional,
+    settings,
     takes_global_options,
 )
-from spillstore.mcp import run_proxy, serve
-from spillstore.mcp.proxy import (
+from spillstore.mcp.defaults import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESTARTS,
     DEFAULT_PREFIX,
@@ -73,9 +77,12 @@ def serve_command(
     ] = False,
 ) -> None:
     """Serve read_spill/grep_spill/list_spills over stdio."""
+    from spillstore.mcp import serve  # noqa: PLC0415 - the SDK loads when a command runs
+
     given = global_options(ctx)
     serve(
         dir=given.dir,
+        store_url=given.store,
         session=given.session,
         read_name=read_name,
         grep_name=grep_name,
@@ -118,17 +125,30 @@ def proxy_command(
         fail(f"no such option: {command[0]} (the upstream command goes after --)", EXIT_USAGE)
     if bool(command) == bool(url):
         fail("give the upstream server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
-    given = global_options(ctx)
-    run_proxy(
-        command or None,
-        url=url,
-        max_bytes=max_bytes,
-        dir=given.dir,
-        session=given.session,
-        call_timeout=timeout,
-        max_restarts=max_restarts,
-        prefix=prefix,
-    )
+    chosen = settings(ctx, **({"max_bytes": max_bytes} if max_bytes is not None else {}))
+    launched = None
+    if command:  # start it now: it boots while the SDK is imported
+        from spillstore.mcp.launch import launch  # noqa: PLC0415 - standard library only
+
+        try:
+            launched = launch(command[0], command[1:])
+        except OSError as exc:
+            fail(f"proxy: cannot start the upstream server {command[0]!r}: {exc}")
+    try:
+        from spillstore.mcp import run_proxy  # noqa: PLC0415 - the SDK, while it boots
+
+        run_proxy(
+            command or None,
+            url=url,
+            settings=chosen,
+            call_timeout=timeout,
+            max_restarts=max_restarts,
+            prefix=prefix,
+            launched=launched,
+        )
+    finally:
+        if launched is not None and not launched.adopted:
+            launched.discard()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

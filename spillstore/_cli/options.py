@@ -1,11 +1,12 @@
 """The options several commands share, and what commands build from them.
 
-The global options (``--dir``, ``--session``, ``--json``) are declared once, in
-:func:`_declared`'s signature. The root command takes them before the command name;
-:func:`takes_global_options` adds the ones a command accepts after its name too, and
-records every one given into the root context's :class:`GlobalOptions` (the command's
-own value wins over the root's; ``--json`` given either place counts). Commands read
-the result with :func:`global_options`.
+The global options (``--dir``, ``--store``, ``--session``, ``--json``) are declared once,
+in :func:`_declared`'s signature; a command that takes ``--dir`` takes ``--store`` too.
+The root command takes them before the command name; :func:`takes_global_options` adds
+the ones a command accepts after its name too, and records every one given into the root
+context's :class:`GlobalOptions` (the command's own value wins over the root's;
+``--json`` given either place counts). Commands read the result with
+:func:`global_options`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from spillstore._errors import ConfigError
 
 if TYPE_CHECKING:
     from spillstore._settings import Settings
-    from spillstore._stores.local import LocalStore
+    from spillstore._stores.base import Store
 
 __all__ = [
     "BudgetOption",
@@ -47,7 +48,7 @@ __all__ = [
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-GlobalName = Literal["dir", "session", "json", "force_root"]
+GlobalName = Literal["dir", "store", "session", "json", "force_root"]
 
 
 def optional(*flags: str, **details: Any) -> Any:
@@ -84,6 +85,15 @@ def _declared(
             help="Store root. Default: $SPILLSTORE_DIR, else the user cache dir.",
         ),
     ] = None,
+    store: Annotated[
+        str | None,
+        optional(
+            "--store",
+            metavar="URL",
+            help="Store as a URL instead of --dir: PATH, file://PATH, s3://BUCKET/PREFIX "
+            "or memory://. Default: $SPILLSTORE_STORE, else the --dir default.",
+        ),
+    ] = None,
     session: Annotated[
         str | None,
         optional(
@@ -118,6 +128,7 @@ class GlobalOptions:
     """The global options given, before or after the command name (None: not given)."""
 
     dir: str | None = None
+    store: str | None = None
     session: str | None = None
     json: bool = False
     force_root: bool = False
@@ -142,6 +153,9 @@ def takes_global_options(
     command's own options, or before them with ``first``); the wrapper records the
     values given and calls the command without them.
     """
+    if "dir" in names and "store" not in names:  # wherever a store is chosen
+        at = names.index("dir") + 1
+        names = (*names[:at], "store", *names[at:])
     extra = [_PARAMETERS[name] for name in names]
 
     def decorate(command: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -192,14 +206,20 @@ def refuse_json(ctx: typer.Context) -> None:
 def settings(ctx: typer.Context, **overrides: object) -> Settings:
     """Settings from ``overrides``, the global options, the environment and the defaults.
 
-    A bad ``--dir`` or ``--session`` is reported under the option's name.
+    A bad ``--dir``, ``--store`` or ``--session`` is reported under the option's name.
+    ``--dir`` and ``--store`` together are refused; ``--dir`` alone beats
+    ``$SPILLSTORE_STORE`` (a command-line option beats the environment).
     """
     from spillstore._settings import Settings, field_label  # noqa: PLC0415 - cheap start-up
 
     given = global_options(ctx)
-    flags = {"dir": given.dir, "session": given.session}
+    if given.dir is not None and given.store is not None:
+        fail("give the store as --dir PATH or as --store URL, not both", EXIT_USAGE)
+    flags = {"dir": given.dir, "store": given.store, "session": given.session}
     values: dict[str, object] = dict(overrides)
     values.update({field: value for field, value in flags.items() if value is not None})
+    if given.dir is not None:
+        values["store"] = None
     try:
         return Settings(**values)
     except ConfigError as exc:
@@ -210,17 +230,22 @@ def settings(ctx: typer.Context, **overrides: object) -> Settings:
         raise
 
 
-def open_store(chosen: Settings, ctx: typer.Context | None = None) -> LocalStore:
-    """The local store at the settings' root (``--force-root`` from ``ctx``'s options).
+def open_store(chosen: Settings, ctx: typer.Context | None = None) -> Store:
+    """The store the settings name: ``--store``/``$SPILLSTORE_STORE``, else a local store
+    at ``--dir``/``$SPILLSTORE_DIR``, else at the user cache dir (``--force-root`` from
+    ``ctx``'s options).
 
     The store's warnings (an entry it skipped, say) go to stderr as ``spillstore:
     warning: ...`` lines.
+
+    Raises:
+        ConfigError: a bad store URL (a usage error, exit status 2).
     """
-    from spillstore._stores.local import LocalStore  # noqa: PLC0415
+    from spillstore._stores.url import store_for  # noqa: PLC0415
 
     _warnings_to_stderr()
     force = ctx is not None and global_options(ctx).force_root
-    return LocalStore(chosen.dir, force_root=force)
+    return store_for(chosen, force_root=force)
 
 
 class _StderrHandler(logging.Handler):

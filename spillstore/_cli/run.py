@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from spillstore._content import ToolResult
     from spillstore._service.accumulator import OutputAccumulator
     from spillstore._settings import Settings
-    from spillstore._stores.local import LocalStore
+    from spillstore._stores.base import Store
 
 __all__ = [
     "PIPE_BYTES",
@@ -215,7 +215,7 @@ def _run_settings(ctx: typer.Context, max_bytes: str | None, retain: str | None)
 def stream(
     argv: list[str],
     chosen: Settings,
-    store: LocalStore,
+    store: Store,
     *,
     tool_name: str,
     tool_call_id: str,

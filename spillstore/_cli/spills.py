@@ -226,7 +226,7 @@ def clean(
     if metas and not yes:
         what = (
             f"{len(metas)} spill(s), {byte_count(sum(m.stored_bytes for m in metas))}, of "
-            f"session {name!r} in {store.root}"
+            f"session {name!r} in {getattr(store, 'root', None) or chosen.store}"
         )
         if not is_tty(sys.stdin):
             fail(f"clean: refusing to remove {what} without confirmation: pass --yes")

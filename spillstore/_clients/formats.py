@@ -77,8 +77,9 @@ def _with_crlf(text: str, crlf: bool) -> str:
 
 class JsonFormat(Format):
     """Servers in a JSON/JSONC object found at the first of ``sections`` that exists
-    (a path of keys: ``("mcpServers",)``, ``("projects", "/home/me/app", "mcpServers")``);
-    a new section goes at ``sections[0]``.
+    (a path of keys: ``("mcpServers",)``, ``("projects", "/home/me/app", "mcpServers")``)
+    and, unless it is the last, is not itself a server entry; a new section goes at
+    ``sections[0]``.
 
     The last text parsed is kept with its tree, so the reads and the edit of one command
     parse a large file (Claude Code's ``~/.claude.json`` holds the history) once.
@@ -99,11 +100,13 @@ class JsonFormat(Format):
 
     def _section(self, text: str, where: str = "config") -> jsonc.Node | None:
         root = self._root(text, where)
-        for path in self.sections:
+        for number, path in enumerate(self.sections):
             node: jsonc.Node | None = root
             for key in path:
                 member = node.member(key) if node is not None and node.members is not None else None
                 node = member.value if member is not None else None
+            if node is not None and number + 1 < len(self.sections) and _is_entry(node.value):
+                continue  # a server named like a section (opencode's "servers" in v1)
             if node is not None:
                 if node.members is None:
                     label = ".".join(path)
@@ -160,6 +163,13 @@ class JsonFormat(Format):
         if section.member(name) is not None:
             raise ClientConfigError(f"a server named {name!r} is already configured", path=name)
         return jsonc.insert_member(text, section, name, value)
+
+
+def _is_entry(value: Any) -> bool:
+    """Whether an object is a server entry rather than a section of them."""
+    return isinstance(value, dict) and any(
+        isinstance(value.get(key), str | list) for key in ("type", "command", "url")
+    )
 
 
 def _patched(text: str, node: jsonc.Node, value: dict[str, Any]) -> str:

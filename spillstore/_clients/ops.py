@@ -27,6 +27,7 @@ from spillstore._clients.wrap import (
     ProxyOptions,
     Skip,
     Wrapped,
+    check_launcher,
     describe,
     new_entry,
     unwrap,
@@ -97,8 +98,10 @@ def install(
         wrapped).
 
     Raises:
-        ClientConfigError: the text does not parse, or a named server is not there.
+        ClientConfigError: the text does not parse, a named server is not there, or the
+            launcher does not name spillstore.
     """
+    check_launcher(launcher)
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     entries = fmt.entries(text, where)
     changes: list[Change] = []
@@ -201,6 +204,7 @@ def add(
     Raises:
         ClientConfigError: the text does not parse, or a server of that name exists.
     """
+    check_launcher(launcher)
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     if text.strip() and name in fmt.entries(text, where):
         raise ClientConfigError(f"{where}: a server named {name!r} is already there", path=where)

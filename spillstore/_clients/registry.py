@@ -22,13 +22,14 @@ codex           user      ``$CODEX_HOME/config.toml`` (``~/.codex``)           [
 codex           project   ``.codex/config.toml``                              [mcp_servers]
 zed             user      ``<zed dir>/settings.json`` (JSONC)                 context_servers
 zed             project   ``.zed/settings.json`` (JSONC)                      context_servers
-opencode        user      ``~/.config/opencode/opencode.json[c]``             mcp
-opencode        project   ``opencode.json[c]``                                mcp
+opencode        user      ``~/.config/opencode/opencode.json[c]``             mcp.servers
+opencode        project   ``opencode.json[c]``                                mcp.servers
 ==============  ========  ==================================================  ===========
 
 ``<config dir>`` is ``~/Library/Application Support`` on macOS, ``%APPDATA%`` on Windows
 and ``$XDG_CONFIG_HOME`` (else ``~/.config``) elsewhere. Project scopes are relative to
-the working directory.
+the working directory. opencode's servers are under ``mcp.servers`` (its v2 layout, also
+where a new one goes) or directly under ``mcp`` (v1), whichever the file uses.
 
 Pure: the paths are computed, not looked at (except opencode's ``.jsonc`` spelling,
 which the caller picks through ``exists``).
@@ -108,9 +109,14 @@ def _claude_code(place: Place, scope: str, exists: Callable[[Path], bool]) -> tu
     return path, _SERVERS
 
 
-def _user_or_project(user: Callable[[Place], Path], project: str, fmt: Format) -> Locate:
+def _user_or_project(user: Callable[[Place], Path], project: str | None, fmt: Format) -> Locate:
+    """A client with one file per scope: ``user(place)``, and ``project`` (relative to the
+    working directory; None for a client with no project scope)."""
+
     def locate(place: Place, scope: str, exists: Callable[[Path], bool]) -> tuple[Path, Format]:
-        return (place.cwd / project if scope == "project" else user(place)), fmt
+        if scope == "project" and project is not None:
+            return place.cwd / project, fmt
+        return user(place), fmt
 
     return locate
 
@@ -131,7 +137,7 @@ def _opencode(place: Place, scope: str, exists: Callable[[Path], bool]) -> tuple
     path = folder / "opencode.json"
     if not exists(path) and exists(folder / "opencode.jsonc"):
         path = folder / "opencode.jsonc"
-    return path, JsonFormat(("mcp",))
+    return path, JsonFormat(("mcp", "servers"), ("mcp",))
 
 
 _BOTH = ("user", "project")
@@ -146,7 +152,7 @@ CLIENTS: dict[str, Client] = {
             Flavor(stdio_type=None),
             ("user",),
             _user_or_project(
-                lambda p: p.config_dir() / "Claude" / "claude_desktop_config.json", "", _SERVERS
+                lambda p: p.config_dir() / "Claude" / "claude_desktop_config.json", None, _SERVERS
             ),
         ),
         Client(
@@ -164,7 +170,7 @@ CLIENTS: dict[str, Client] = {
             Flavor(url_keys=("serverUrl", "url"), stdio_type=None),
             ("user",),
             _user_or_project(
-                lambda p: p.home / ".codeium" / "windsurf" / "mcp_config.json", "", _SERVERS
+                lambda p: p.home / ".codeium" / "windsurf" / "mcp_config.json", None, _SERVERS
             ),
         ),
         Client(

@@ -21,12 +21,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from spillstore._clients.errors import ClientConfigError
+
 __all__ = [
     "OTHER_PROXIES",
     "Flavor",
     "ProxyOptions",
     "Skip",
     "Wrapped",
+    "check_launcher",
     "describe",
     "new_entry",
     "unwrap",
@@ -125,17 +128,34 @@ def _program(path: str) -> str:
 
 
 def _proxy_args(argv: list[str]) -> list[str] | None:
-    """The arguments after ``spillstore mcp proxy`` in ``argv``, or None when ``argv``
-    does not run the proxy (also as ``python -m spillstore._cli`` or ``spillstore.mcp``)."""
-    if _program(argv[0]) == "spillstore" and argv[1:3] == ["mcp", "proxy"]:
-        return argv[3:]
-    for i, arg in enumerate(argv[:-1]):
-        module = argv[i + 1]
-        if arg == "-m" and module == "spillstore._cli" and argv[i + 2 : i + 4] == ["mcp", "proxy"]:
-            return argv[i + 4 :]
-        if arg == "-m" and argv[i + 1] == "spillstore.mcp" and argv[i + 2 : i + 3] == ["proxy"]:
-            return argv[i + 3 :]
+    """The arguments after ``mcp proxy`` in ``argv`` when something before them names
+    spillstore (``/usr/bin/spillstore``, ``uvx spillstore``, ``python -m spillstore._cli``,
+    also ``python -m spillstore.mcp proxy``), or None when ``argv`` does not run the proxy."""
+    for i in range(len(argv) - 1):
+        if argv[i : i + 2] == ["mcp", "proxy"] and any(_names_spillstore(a) for a in argv[:i]):
+            return argv[i + 2 :]
+        if argv[i : i + 2] == ["spillstore.mcp", "proxy"]:
+            return argv[i + 2 :]
     return None
+
+
+def _names_spillstore(word: str) -> bool:
+    return "spillstore" in _program(word)
+
+
+def check_launcher(launcher: list[str]) -> None:
+    """Refuse a launcher that a later ``install``/``uninstall`` could not recognise.
+
+    Raises:
+        ClientConfigError: no word of it names spillstore.
+    """
+    if not launcher or not any(_names_spillstore(word) for word in launcher):
+        raise ClientConfigError(
+            f"the launcher {' '.join(launcher)!r} must name spillstore (its program or an "
+            "argument, e.g. /usr/local/bin/spillstore or 'uvx spillstore'), so that "
+            "wrapped servers can be recognised later",
+            path="--launcher",
+        )
 
 
 def _parse_proxy(rest: list[str]) -> Wrapped:

@@ -10,7 +10,7 @@ import math
 
 from spillstore._errors import ConfigError
 
-__all__ = ["MAX_SHOWN_CHARS", "check_int", "check_number", "shown"]
+__all__ = ["MAX_SHOWN_CHARS", "at_most", "check_int", "check_number", "shown"]
 
 MAX_SHOWN_CHARS = 100
 """The most characters of a bad value an error message echoes."""
@@ -29,6 +29,17 @@ def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def at_most(size: int | None, maximum: int) -> int | None:
+    """Return ``size`` (``None``: a cap turned off) unless it is over ``maximum``.
+
+    Raises:
+        ConfigError: it is; the caller's error translation names the field.
+    """
+    if size is not None and size > maximum:
+        raise ConfigError(f"must be at most {maximum} bytes; got {shown(size)}")
+    return size
 
 
 def check_int(

@@ -160,7 +160,9 @@ def _file_flow(
         )
         (h0, h1), (t0, t1) = _end_ranges(meta, host.settings)
         head_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, h0, h1)
-        tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
+        tail_raw = b""
+        if t0 < t1:
+            tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
         saved = meta
     except STORE_FAILURES as exc:
         log.warning("spillstore: could not adopt %s: %s", path, exc)
@@ -374,8 +376,10 @@ def _without_file(result: ToolResult, path: str, exc: Exception) -> ToolResult:
 def _end_ranges(meta: SpillMeta, settings: Settings) -> tuple[tuple[int, int], tuple[int, int]]:
     """The stored byte ranges to read for the head and tail previews (with a little slack)."""
     first_end = meta.stored_ranges[0][1] if meta.stored_ranges else 0
-    last_start = meta.stored_ranges[-1][0] if meta.stored_ranges else 0
+    last_start, last_end = meta.stored_ranges[-1] if meta.stored_ranges else (0, 0)
     total = meta.total_bytes
     head_range = (0, min(first_end, settings.head_bytes + SLACK))
+    if last_end < total:  # the retention cap kept no tail (it could not hold a character)
+        return head_range, (total, total)
     tail_range = (max(last_start, total - settings.tail_bytes - SLACK), total)
     return head_range, tail_range

@@ -19,29 +19,29 @@ content policy and the failure handling are documented on :class:`SpillProxy`'s 
 Both commands (``spillstore mcp --help``, or ``python -m spillstore.mcp``: the same
 command group, from :mod:`spillstore._cli.mcp`) log to stderr only: stdout carries the
 MCP protocol.
+
+The names below load lazily (PEP 562): importing :mod:`spillstore.mcp` (or the
+stdlib-only :mod:`spillstore.mcp.launch` and :mod:`spillstore.mcp.defaults`) does not
+import the SDK, so ``spillstore mcp proxy`` starts its upstream first and imports the SDK
+while the upstream boots. A missing SDK still fails at once, with the install line.
 """
 
 from __future__ import annotations
 
-try:
-    import mcp  # noqa: F401 - fail early with the install hint
-except ImportError as exc:  # pragma: no cover - the test environment has mcp
-    raise ImportError('spillstore.mcp needs the MCP SDK: pip install "spillstore[mcp]"') from exc
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
 
-import os
-from collections.abc import Mapping, Sequence
-from typing import IO, Any
+if importlib.util.find_spec("mcp") is None:  # pragma: no cover - the tests have mcp
+    raise ImportError('spillstore.mcp needs the MCP SDK: pip install "spillstore[mcp]"')
 
-import anyio
-
-from spillstore._errors import UpstreamUnavailable
-from spillstore._settings import Settings
-from spillstore._stores.base import Store
-from spillstore._tools.spill_tools import SpillTools
-from spillstore.mcp.convert import SPILL_META_KEY
-from spillstore.mcp.proxy import SpillProxy
-from spillstore.mcp.server import serve_stdio, spill_server
-from spillstore.mcp.transport import LineSplitter, StdioTransport
+if TYPE_CHECKING:  # exactly _EXPORTS, for type checkers
+    from spillstore._errors import UpstreamUnavailable
+    from spillstore.mcp.convert import SPILL_META_KEY
+    from spillstore.mcp.proxy import SpillProxy
+    from spillstore.mcp.server import spill_server
+    from spillstore.mcp.serving import arun_proxy, aserve, run_proxy, serve
+    from spillstore.mcp.transport import LineSplitter, StdioTransport
 
 __all__ = [
     "SPILL_META_KEY",
@@ -56,96 +56,29 @@ __all__ = [
     "spill_server",
 ]
 
-
-def _store_for(settings: Settings, store: Store | None) -> Store:
-    if store is not None:
-        return store
-    from spillstore._stores.local import LocalStore  # noqa: PLC0415 - only when needed
-
-    return LocalStore(settings.dir)
-
-
-def _settings(settings: Settings | None, overrides: Mapping[str, Any]) -> Settings:
-    given = {key: value for key, value in overrides.items() if value is not None}
-    if settings is None:
-        return Settings(**given)
-    if not given:
-        return settings
-    return Settings(**{**settings.model_dump(), **given})
+_EXPORTS: dict[str, str] = {
+    "SPILL_META_KEY": "spillstore.mcp.convert",
+    "LineSplitter": "spillstore.mcp.transport",
+    "SpillProxy": "spillstore.mcp.proxy",
+    "StdioTransport": "spillstore.mcp.transport",
+    "UpstreamUnavailable": "spillstore._errors",
+    "arun_proxy": "spillstore.mcp.serving",
+    "aserve": "spillstore.mcp.serving",
+    "run_proxy": "spillstore.mcp.serving",
+    "serve": "spillstore.mcp.serving",
+    "spill_server": "spillstore.mcp.server",
+}
+"""Each public name and the module it lives in."""
 
 
-async def aserve(
-    *,
-    dir: str | os.PathLike[str] | None = None,
-    session: str | None = None,
-    settings: Settings | None = None,
-    store: Store | None = None,
-    read_name: str = "read_spill",
-    grep_name: str = "grep_spill",
-    list_name: str = "list_spills",
-    cross_session: bool = False,
-) -> None:
-    """Serve the spill tools over this process's stdin/stdout until stdin closes.
-
-    Args:
-        dir: the store root (default: ``settings.dir``, i.e. ``$SPILLSTORE_DIR`` or the
-            user cache directory).
-        session: the session the tools read (default: ``settings.session``).
-        settings: explicit settings (default: ``Settings()``).
-        store: a store to use instead of a ``LocalStore`` at ``dir``.
-        read_name, grep_name, list_name: the tool names.
-        cross_session: let the tools read and list other sessions' spills.
-    """
-    resolved = _settings(settings, {"dir": dir, "session": session})
-    tools = SpillTools(
-        _store_for(resolved, store),
-        session=resolved.session,
-        read_name=read_name,
-        grep_name=grep_name,
-        list_name=list_name,
-        cross_session=cross_session,
-    )
-    await serve_stdio(spill_server(tools))
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
-def serve(**kwargs: Any) -> None:
-    """Blocking :func:`aserve` (same arguments), for command lines."""
-    anyio.run(lambda: aserve(**kwargs))
-
-
-async def arun_proxy(
-    command: Sequence[str] | None = None,
-    *,
-    url: str | None = None,
-    max_bytes: int | str | None = None,
-    dir: str | os.PathLike[str] | None = None,
-    session: str | None = None,
-    settings: Settings | None = None,
-    stderr: int | IO[Any] | None = None,
-    **options: Any,
-) -> None:
-    """Run the proxy over this process's stdin/stdout until stdin closes.
-
-    Args:
-        command: the upstream server's command line.
-        url: instead of ``command``, a streamable-HTTP upstream.
-        max_bytes: the inline budget (bytes or a human size such as ``"50KB"``).
-        dir: the store root.
-        session: the store session.
-        settings: explicit settings; ``max_bytes``/``dir``/``session`` override them.
-        stderr: where the upstream's stderr goes (default: inherited).
-        options: more :class:`SpillProxy` keyword arguments (``call_timeout``,
-            ``max_restarts``, ``prefix``, ``env``, ``cwd``, ...).
-
-    Raises:
-        ConfigError: a bad setting or argument.
-        UpstreamUnavailable: the upstream could not be started.
-    """
-    resolved = _settings(settings, {"max_bytes": max_bytes, "dir": dir, "session": session})
-    async with SpillProxy(command, url=url, settings=resolved, stderr=stderr, **options) as proxy:
-        await proxy.run_stdio()
-
-
-def run_proxy(command: Sequence[str] | None = None, **kwargs: Any) -> None:
-    """Blocking :func:`arun_proxy` (same arguments), for command lines."""
-    anyio.run(lambda: arun_proxy(command, **kwargs))
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -12,23 +12,27 @@ and serves, downstream, a low-level SDK ``Server`` that:
   :meth:`TruncationService.atruncate_for_model`: text and embedded text resources are
   capped and spilled, images and audio kept, blob resources and unknown blocks replaced
   by a visible notice, ``is_error`` and ``_meta`` kept;
-- forwards resources (list, templates, read, subscribe), prompts (list, get) and
-  completions when the upstream has them, progress notifications of a call, and the
-  upstream's list-changed and resource-updated notifications (to 2025-era clients
-  directly, to 2026-era clients on their ``subscriptions/listen`` streams).
+- forwards resources (list, templates, read, subscribe), prompts (list, get),
+  completions and ``logging/setLevel`` when the upstream has them, progress
+  notifications of a call, the upstream's log messages, and its list-changed and
+  resource-updated notifications (to 2025-era clients directly, to 2026-era clients on
+  their ``subscriptions/listen`` streams, whose resource URIs are subscribed upstream
+  while the stream is open; see :mod:`spillstore.mcp.forward`).
 
 Not forwarded: requests the upstream makes of the client (sampling, elicitation, roots:
-the proxy declares none of these capabilities, so a well-behaved upstream does not ask),
-the upstream's log messages (they go to the ``spillstore`` logger, i.e. stderr), and
-resource subscriptions across an upstream restart. ``resources/read`` and
-``prompts/get`` results are forwarded as they are, not capped.
+the proxy declares none of these capabilities, so a well-behaved upstream does not ask)
+and the upstream's ``tasks`` capability (a task-augmented ``tools/call`` delivers its
+result later, through ``tasks/result``, which would go around the cap; without the
+capability a client calls tools directly and every result passes the cap).
+``resources/read`` and ``prompts/get`` results are forwarded as they are, not capped.
 
 Failures: a call that runs into an upstream crash gets an ``is_error`` result saying how
 the server ended, and the next request restarts it (up to ``max_restarts`` times, after
 which every call says it is gone). A call that gets no answer within ``call_timeout``
 seconds is cancelled upstream and gets an ``is_error`` result; if the server then does
 not answer a ``tools/list`` within ``probe_timeout`` seconds it is treated as hung,
-stopped, and restarted on the next request.
+stopped, and restarted on the next request. A restarted upstream is subscribed again to
+every resource URI a client holds.
 
 This module holds the tools side; the upstream connection and its restarts are in
 :mod:`spillstore.mcp.upstream`, what is forwarded as it is in :mod:`spillstore.mcp.forward`.
@@ -39,8 +43,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from typing import IO, Any, Final
+from typing import IO, Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -52,41 +57,35 @@ from spillstore._errors import ConfigError, UpstreamUnavailable, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
-from spillstore._tools.args import SPECS
+from spillstore._stores.url import store_for
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import from_tool_result, to_tool_result
+from spillstore.mcp.defaults import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_PREFIX,
+    DEFAULT_PROBE_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_START_TIMEOUT,
+    MAX_TOOL_PAGES,
+    SPILL_TOOL_NAMES,
+)
+from spillstore.mcp.fastpath import FastCalls
 from spillstore.mcp.forward import Notifications, Passthrough, ProxyServer, progress_forwarder
+from spillstore.mcp.launch import Launched
 from spillstore.mcp.server import mcp_result, serve_stdio, spill_tool_definitions
 from spillstore.mcp.transport import StdioTransport
 from spillstore.mcp.upstream import Connection, Upstream, http_transport
 
-__all__ = ["SpillProxy"]
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_MAX_RESTARTS",
+    "DEFAULT_PREFIX",
+    "SPILL_TOOL_NAMES",
+    "SpillProxy",
+]
 
 log = logging.getLogger("spillstore")
-
-DEFAULT_CALL_TIMEOUT: Final = 600.0
-"""Seconds an upstream ``tools/call`` may take before the proxy gives up on it."""
-
-DEFAULT_START_TIMEOUT: Final = 60.0
-"""Seconds the upstream has to answer ``initialize``."""
-
-DEFAULT_PROBE_TIMEOUT: Final = 10.0
-"""After a timed-out call, seconds the upstream has to answer ``tools/list``."""
-
-DEFAULT_REQUEST_TIMEOUT: Final = 120.0
-"""Seconds for forwarded requests other than ``tools/call`` (lists, reads, prompts)."""
-
-MAX_TOOL_PAGES: Final = 100
-"""Pages of ``tools/list`` read from the upstream at most (a paginator that never ends)."""
-
-DEFAULT_MAX_RESTARTS: Final = 3
-"""How many times a crashed or hung upstream is restarted."""
-
-DEFAULT_PREFIX: Final = "spillstore_"
-"""Put before the spill tools' names when an upstream tool already has one of them."""
-
-SPILL_TOOL_NAMES: Final = tuple(spec.default_name for spec in SPECS)
-"""The spill tools' names, unless an upstream tool has one of them."""
 
 _PREFIX = "[spillstore proxy]"
 
@@ -108,7 +107,8 @@ class SpillProxy:
         url: instead of ``command``, a streamable-HTTP upstream (no size limit on
             server-sent events is applied).
         settings: budgets and caps (default: ``Settings()``: environment, then defaults).
-        store: where spills go (default: a ``LocalStore`` at ``settings.dir``).
+        store: where spills go (default: the store ``settings`` name: its ``store`` URL,
+            else a ``LocalStore`` at ``settings.dir``).
         session: the store session (default: ``settings.session``).
         env: the upstream's environment (default: this process's).
         cwd: the upstream's working directory.
@@ -122,6 +122,10 @@ class SpillProxy:
         prefix: put before the spill tools' names when an upstream tool has one of them.
         max_page_bytes: the spill tools' page cap (default: theirs).
         name: the proxy's server name (default: ``spillstore-proxy/<upstream name>``).
+        launched: the upstream ``command``, already started
+            (:func:`~spillstore.mcp.launch.launch`) so that it boots while the caller
+            imports: the first connection adopts it. If it is never adopted (an error
+            first), the caller discards it.
 
     Raises:
         ConfigError: neither or both of ``command`` and ``url``, or bad numbers.
@@ -146,6 +150,7 @@ class SpillProxy:
         prefix: str = DEFAULT_PREFIX,
         max_page_bytes: int | None = None,
         name: str | None = None,
+        launched: Launched | None = None,
     ) -> None:
         if (command is None) == (url is None):
             raise ConfigError("give the upstream as exactly one of command= and url=")
@@ -176,8 +181,11 @@ class SpillProxy:
         self.prefix = prefix
         self.max_page_bytes = max_page_bytes
         self.name = name
-        self._notifications = Notifications(on_tools_changed=self._forget_tools)
+        self._launched = launched
         self._passthrough = Passthrough(self._acquire, self.request_timeout)
+        self._notifications = Notifications(
+            on_tools_changed=self._forget_tools, subscriptions=self._passthrough.subscriptions
+        )
         self._tools_cache: tuple[int, list[types.Tool]] | None = None
         self._upstream: Upstream | None = None
         self._server: ProxyServer | None = None
@@ -189,8 +197,14 @@ class SpillProxy:
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         if self.command is not None:
+            launched, self._launched = self._launched, None
             return StdioTransport(
-                self.command[0], self.command[1:], env=self.env, cwd=self.cwd, stderr=self.stderr
+                self.command[0],
+                self.command[1:],
+                env=self.env,
+                cwd=self.cwd,
+                stderr=self.stderr,
+                launched=launched,
             )
         assert self.url is not None
         return http_transport(self.url)
@@ -204,7 +218,7 @@ class SpillProxy:
                 start_timeout=self.start_timeout,
             )
             self._upstream = await stack.enter_async_context(upstream)
-            upstream.on_restart = self._notifications.tools_changed
+            upstream.on_restart = self._notifications.restarted
             conn = upstream.current
             assert conn is not None
             try:
@@ -214,11 +228,7 @@ class SpillProxy:
                     f"the upstream MCP server did not list its tools: {exc}"
                 ) from exc
             names = self._spill_names({tool.name for tool in upstream_tools})
-            store = self._store
-            if store is None:
-                from spillstore._stores.local import LocalStore  # noqa: PLC0415 - only when needed
-
-                store = LocalStore(self.settings.dir)
+            store = self._store if self._store is not None else store_for(self.settings)
             tools_kwargs: dict[str, Any] = {}
             if self.max_page_bytes is not None:
                 tools_kwargs["max_page_bytes"] = self.max_page_bytes
@@ -267,8 +277,21 @@ class SpillProxy:
         return self._upstream.restarts if self._upstream is not None else 0
 
     async def run_stdio(self) -> None:
-        """Serve the proxy over this process's stdin/stdout until stdin closes."""
-        await serve_stdio(self.server)
+        """Serve the proxy over this process's stdin/stdout until stdin closes.
+
+        Small upstream tool calls skip the SDK sessions (:mod:`spillstore.mcp.fastpath`).
+        """
+        async with anyio.create_task_group() as tg:
+            fast = FastCalls(self, tg)
+            await serve_stdio(self.server, fast.intercept)
+            tg.cancel_scope.cancel()
+
+    def live_stdio_connection(self) -> Connection | None:
+        """The upstream connection if it is alive and over stdio, else None."""
+        conn = self._upstream.current if self._upstream is not None else None
+        if conn is None or conn.transport is None or not conn.alive:
+            return None
+        return conn
 
     def _spill_names(self, upstream_names: set[str]) -> tuple[str, ...]:
         names = SPILL_TOOL_NAMES
@@ -368,13 +391,19 @@ class SpillProxy:
         except UpstreamUnavailable as exc:
             return _error(f"{_PREFIX} {params.name!r} was not called: {exc}.")
         result = await self._forward_call(ctx, params, conn)
+        call_id = str(ctx.request_id) if ctx.request_id is not None else "-"
+        return await self.cap_result(result, params.name, call_id)
+
+    async def cap_result(
+        self, result: types.CallToolResult, name: str, call_id: str
+    ) -> types.CallToolResult:
+        """An upstream tool's result, through the cap (the proxy's own errors pass)."""
+        assert self._service is not None
         if result.is_error and not result.content:
             return result
         converted = to_tool_result(result, structured_budget=self.settings.max_bytes)
         capped = await self._service.atruncate_for_model(
-            converted.result,
-            tool_name=params.name,
-            tool_call_id=str(ctx.request_id) if ctx.request_id is not None else "-",
+            converted.result, tool_name=name, tool_call_id=call_id
         )
         return from_tool_result(converted, capped)
 
@@ -389,37 +418,18 @@ class SpillProxy:
             params=types.CallToolRequestParams(name=params.name, arguments=params.arguments)
         )
         try:
-            return await conn.session.send_request(
-                request,
-                types.CallToolResult,
-                request_read_timeout_seconds=self.call_timeout,
-                progress_callback=progress,
-            )
+            with self._notifications.logs_to(ctx):
+                return await conn.session.send_request(
+                    request,
+                    types.CallToolResult,
+                    request_read_timeout_seconds=self.call_timeout,
+                    progress_callback=progress,
+                )
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED or not conn.alive:
-                how = await conn.describe_end()
-                left = self.max_restarts - self.restarts
-                then = (
-                    f"it will be restarted on the next call ({left} restart(s) left)"
-                    if left > 0
-                    else "it will not be restarted (no restarts left)"
-                )
-                return _error(
-                    f"{_PREFIX} the upstream MCP server {how} while running {params.name!r}; "
-                    f"the call did not complete and was not retried; {then}."
-                )
+                return await self.ended_error(params.name, conn)
             if exc.code == types.REQUEST_TIMEOUT:
-                hung = await self._probe(conn)
-                then = (
-                    "it does not answer at all now, so it was stopped and will be "
-                    "restarted on the next call"
-                    if hung
-                    else "the call was cancelled; the server still answers other requests"
-                )
-                return _error(
-                    f"{_PREFIX} the upstream MCP server did not answer {params.name!r} within "
-                    f"{self.call_timeout:g} s; {then}."
-                )
+                return await self.timeout_error(params.name, conn)
             raise  # a protocol error of the upstream: the client gets it as it came
         except Exception as exc:  # a transport failure (e.g. HTTP): an error result
             log.warning("spillstore proxy: %r failed upstream: %s", params.name, exc)
@@ -427,6 +437,34 @@ class SpillProxy:
                 f"{_PREFIX} the call to {params.name!r} failed on the way to the upstream "
                 f"MCP server ({type(exc).__name__}: {str(exc)[:300]})."
             )
+
+    async def ended_error(self, name: str, conn: Connection) -> types.CallToolResult:
+        """The result of a call the upstream's end interrupted."""
+        how = await conn.describe_end()
+        left = self.max_restarts - self.restarts
+        then = (
+            f"it will be restarted on the next call ({left} restart(s) left)"
+            if left > 0
+            else "it will not be restarted (no restarts left)"
+        )
+        return _error(
+            f"{_PREFIX} the upstream MCP server {how} while running {name!r}; "
+            f"the call did not complete and was not retried; {then}."
+        )
+
+    async def timeout_error(self, name: str, conn: Connection) -> types.CallToolResult:
+        """The result of a call that timed out (after probing whether the server hangs)."""
+        hung = await self._probe(conn)
+        then = (
+            "it does not answer at all now, so it was stopped and will be "
+            "restarted on the next call"
+            if hung
+            else "the call was cancelled; the server still answers other requests"
+        )
+        return _error(
+            f"{_PREFIX} the upstream MCP server did not answer {name!r} within "
+            f"{self.call_timeout:g} s; {then}."
+        )
 
     async def _probe(self, conn: Connection) -> bool:
         """Is the upstream hung? Ask for its tools; stop it if it does not answer."""

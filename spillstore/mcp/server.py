@@ -16,7 +16,7 @@ from mcp.server.context import ServerRequestContext
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._tools.spill_tools import SpillTools
-from spillstore.mcp.stdio import stdio_streams
+from spillstore.mcp.stdio import Intercept, stdio_streams
 
 __all__ = ["READ_ONLY", "mcp_result", "serve_stdio", "spill_server", "spill_tool_definitions"]
 
@@ -88,11 +88,11 @@ def spill_server(tools: SpillTools, *, name: str = "spillstore", version: str = 
     )
 
 
-async def serve_stdio(server: Server[Any]) -> None:
+async def serve_stdio(server: Server[Any], intercept: Intercept | None = None) -> None:
     """Serve ``server`` over this process's stdin/stdout until stdin closes.
 
     Uses :func:`~spillstore.mcp.stdio.stdio_streams` (no worker thread per message)
-    rather than the SDK's ``stdio_server``.
+    rather than the SDK's ``stdio_server``; ``intercept`` sees each line first.
     """
-    async with stdio_streams() as (read_stream, write_stream):
+    async with stdio_streams(intercept) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -8,24 +8,29 @@ for regular files, which cannot be polled), frames lines with the linear
 :class:`~spillstore.mcp.transport.LineSplitter`, and takes the standard descriptors the
 way the SDK does: while it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr, so
 a stray ``print`` or a child process cannot corrupt the protocol stream; both are restored
-on exit, with their original blocking modes.
+on exit, with their original blocking modes. A line that is not a readable JSON-RPC
+message is answered here (:func:`unreadable_answer`: ``-32700`` or ``-32600``), as the
+spec asks, instead of being dropped silently.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 
 import anyio
 import anyio.to_thread
+import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
-from spillstore.mcp.transport import LineSplitter, parse_line
+from spillstore.mcp.transport import LineSplitter, parse_line, write_all
 
-__all__ = ["stdio_streams"]
+__all__ = ["Intercept", "Reply", "stdio_streams", "unreadable_answer"]
 
 READ_BYTES = 1 << 16
 """The most bytes read from stdin at a time."""
@@ -49,28 +54,57 @@ async def _read(fd: int, pollable: bool) -> bytes:
             await anyio.wait_readable(fd)
 
 
-async def _write(fd: int, data: bytes, pollable: bool) -> None:
-    view = memoryview(data)
-    while view:
-        if not pollable:
-            written = await anyio.to_thread.run_sync(os.write, fd, view)
-        else:
-            try:
-                written = os.write(fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(fd)
-                continue
-        view = view[written:]
+def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessage | None:
+    """The JSON-RPC error for a line that is not a readable message, if it needs one.
+
+    A line that is not JSON (or nests too deeply to parse) gets ``-32700`` (parse error)
+    with a null id; JSON that is
+    not a valid message gets ``-32600`` (invalid request), with its id when it has a
+    usable one. A broken notification or response (no id) gets no answer, as JSON-RPC
+    asks.
+    """
+    if isinstance(error, RecursionError) or (
+        isinstance(error, ValueError) and not isinstance(error, ValidationError)
+    ):
+        code, text, request_id = types.PARSE_ERROR, "Parse error", None
+    else:
+        try:
+            raw = json.loads(line)
+        except (ValueError, RecursionError):
+            return None
+        request_id = raw.get("id") if isinstance(raw, dict) else None
+        if isinstance(raw, dict) and "id" in raw and "method" not in raw:
+            return None  # a broken response: never answer one
+        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+            request_id = None
+        code, text = types.INVALID_REQUEST, "Invalid request"
+    detail = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+    error_data = types.ErrorData(code=code, message=f"{text}: {detail}")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error_data))
+
+
+Reply = Callable[[bytes], Awaitable[None]]
+"""Writes one encoded JSON-RPC line (with its newline) to stdout, in order with the rest."""
+
+Intercept = Callable[[bytes | bytearray, Reply], Awaitable[bool]]
+"""Sees each stdin line before it is parsed; returns True when it took the line over."""
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[
+async def stdio_streams(
+    intercept: Intercept | None = None,
+) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    """Take fds 0 and 1 and yield ``(read_stream, write_stream)`` for ``Server.run``."""
+    """Take fds 0 and 1 and yield ``(read_stream, write_stream)`` for ``Server.run``.
+
+    Args:
+        intercept: called with every non-blank line read, and a function writing raw
+            lines to stdout; a line it takes over (returns True) is not parsed.
+    """
     in_fd = os.dup(0)
     out_fd = os.dup(1)
     saved_in, saved_out = os.dup(0), os.dup(1)
@@ -85,18 +119,31 @@ async def stdio_streams() -> AsyncIterator[
     if out_poll:
         os.set_blocking(out_fd, False)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage | bytes](0)
 
     async def reader() -> None:
         splitter = LineSplitter()
-        async with read_send:
+        answers = write_send.clone()
+
+        async def take(line: bytes | bytearray) -> None:
+            if intercept is not None and await intercept(line, answers.send):
+                return
+            message = parse_line(line)
+            if isinstance(message, Exception):
+                answer = unreadable_answer(line, message)
+                if answer is not None:
+                    await answers.send(answer)
+                    return
+            await read_send.send(message)
+
+        async with read_send, answers:
             while chunk := await _read(in_fd, in_poll):
                 for line in splitter.feed(chunk):
                     if line.strip():
-                        await read_send.send(parse_line(line))
+                        await take(line)
             rest = splitter.finish()
             if rest is not None and rest.strip():
-                await read_send.send(parse_line(rest))
+                await take(rest)
 
     written = anyio.Event()
 
@@ -104,8 +151,11 @@ async def stdio_streams() -> AsyncIterator[
         try:
             async with write_recv:
                 async for item in write_recv:
+                    if isinstance(item, bytes):
+                        await write_all(out_fd, item, pollable=out_poll)
+                        continue
                     data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await _write(out_fd, data.encode("utf-8") + b"\n", out_poll)
+                    await write_all(out_fd, data.encode("utf-8") + b"\n", pollable=out_poll)
         finally:
             written.set()
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -41,25 +41,28 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-__all__ = ["KNOWN_BLOCK_TYPES", "LineSplitter", "StdioTransport", "parse_line"]
+from spillstore.mcp.launch import Launched, launch
+
+__all__ = [
+    "CLAIM_PREFIX",
+    "KNOWN_BLOCK_TYPES",
+    "THREAD_PARSE_BYTES",
+    "Claimed",
+    "LineSplitter",
+    "StdioTransport",
+    "known_blocks_only",
+    "load_tool_response",
+    "parse_line",
+    "write_all",
+]
 
 log = logging.getLogger("spillstore")
-
-if sys.platform != "win32":
-    import fcntl
-
-    _SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)
-else:  # pragma: no cover
-    _SETPIPE_SZ = None
 
 THREAD_PARSE_BYTES: Final = 1 << 20
 """Lines longer than this are parsed in a worker thread."""
 
 READ_CHUNK_BYTES: Final = 1 << 20
 """The most bytes asked for per read of the server's stdout."""
-
-PIPE_BYTES: Final = 1 << 20
-"""Pipe buffer size asked for (Linux ``F_SETPIPE_SZ``): fewer wake-ups on big results."""
 
 CLOSE_GRACE_SECONDS: Final = 2.0
 """After stdin is closed, how long the server has to exit before it is signalled."""
@@ -69,6 +72,12 @@ KILL_GRACE_SECONDS: Final = 2.0
 
 KNOWN_BLOCK_TYPES: Final = frozenset({"text", "image", "audio", "resource", "resource_link"})
 """Content block types of ``tools/call`` results that pass unchanged."""
+
+CLAIM_PREFIX: Final = "spillstore:"
+"""Request ids the proxy sends without the SDK session start with this (see ``claims``)."""
+
+_CLAIMED_ID = re.compile(rb'"id"\s*:\s*"(spillstore:[0-9]+)"')
+_ID_WINDOW = 512
 
 
 class LineSplitter:
@@ -153,6 +162,27 @@ def _sanitize_tool_result(result: Any) -> None:
             content[index] = _dropped_block(block)
 
 
+Claimed = tuple[bytes | bytearray, tuple[int, int]]
+"""A claimed response line, and the ``[start, end)`` span of its quoted id in it."""
+
+
+def load_tool_response(box: list[bytes | bytearray]) -> Any:
+    """Parse the ``tools/call`` response line in ``box`` (emptied, so the bytes are freed
+    early), unknown content blocks made notices."""
+    raw = _loads(box)
+    if isinstance(raw, dict) and "result" in raw:
+        _sanitize_tool_result(raw["result"])
+    return raw
+
+
+def known_blocks_only(result: Any) -> bool:
+    """Whether every content block of a raw ``tools/call`` result has a known type."""
+    content = result.get("content") if isinstance(result, dict) else None
+    return isinstance(content, list) and all(
+        isinstance(block, dict) and block.get("type") in KNOWN_BLOCK_TYPES for block in content
+    )
+
+
 def parse_line(
     line: bytes | bytearray | list[bytes | bytearray], tool_call_ids: set[Any] | None = None
 ) -> SessionMessage | Exception:
@@ -179,17 +209,6 @@ def parse_line(
     return SessionMessage(message)
 
 
-def _open_pipe() -> tuple[int, int]:
-    """A pipe for the server's stdout: non-blocking read end, a 1 MiB buffer if allowed."""
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    os.set_inheritable(read_fd, False)
-    if _SETPIPE_SZ is not None:
-        with suppress(OSError):
-            fcntl.fcntl(write_fd, _SETPIPE_SZ, PIPE_BYTES)
-    return read_fd, write_fd
-
-
 class StdioTransport:
     """Launch an MCP server as a subprocess and talk JSON-RPC over its stdin/stdout.
 
@@ -205,6 +224,9 @@ class StdioTransport:
             proxy stands in for the server and passes it what it was given).
         cwd: the working directory.
         stderr: where the server's stderr goes (default: inherited). Never stdout.
+        launched: a process already started with these arguments
+            (:func:`~spillstore.mcp.launch.launch`), adopted by the first ``async
+            with`` instead of starting one (so it can boot while the caller imports).
     """
 
     def __init__(
@@ -215,6 +237,7 @@ class StdioTransport:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stderr: int | IO[Any] | None = None,
+        launched: Launched | None = None,
     ) -> None:
         self.command = command
         self.args = list(args)
@@ -224,7 +247,13 @@ class StdioTransport:
         self.exited = anyio.Event()
         self.returncode: int | None = None
         self.pid: int | None = None
-        self._process: anyio.abc.Process | None = None
+        self._launched = launched
+        self._process: Launched | None = None
+        self.claims: dict[str, MemoryObjectSendStream[Claimed]] = {}
+        """Responses to route around the session: request id -> where its raw line goes
+        with the span of its quoted id (ids start with :data:`CLAIM_PREFIX`; see
+        :meth:`send_raw`). The streams are closed when the server's stdout ends."""
+        self._stdin_lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self._tool_call_ids: set[Any] = set()
         self._streams: list[Any] = []
@@ -247,23 +276,15 @@ class StdioTransport:
         MemoryObjectReceiveStream[SessionMessage | Exception],
         MemoryObjectSendStream[SessionMessage],
     ]:
-        read_fd, write_fd = _open_pipe()
-        try:
-            self._process = process = await anyio.open_process(
-                [self.command, *self.args],
-                stdin=subprocess.PIPE,
-                stdout=write_fd,
-                stderr=self.stderr,
-                env=self.env,
-                cwd=self.cwd,
-                start_new_session=sys.platform != "win32",
+        process, self._launched = self._launched, None
+        if process is not None:
+            process.adopted = True
+        else:
+            process = launch(
+                self.command, self.args, env=self.env, cwd=self.cwd, stderr=self.stderr
             )
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            os.close(write_fd)
-        self._stdout_fd = read_fd
+        self._process = process
+        read_fd = self._stdout_fd = process.stdout_fd
         self.pid = process.pid
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -293,7 +314,7 @@ class StdioTransport:
 
     async def _reader(
         self,
-        process: anyio.abc.Process,
+        process: Launched,
         fd: int,
         send: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
@@ -314,7 +335,12 @@ class StdioTransport:
                     del chunk
                     lines.reverse()
                     while lines:
-                        box = [lines.pop()]
+                        line = lines.pop()
+                        if self.claims and self._route_claimed(line):
+                            del line  # the claimant holds it now
+                            continue
+                        box = [line]
+                        del line
                         if len(box[0]) > THREAD_PARSE_BYTES:
                             message = await anyio.to_thread.run_sync(
                                 parse_line, box, self._tool_call_ids
@@ -329,9 +355,38 @@ class StdioTransport:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the session went away; the process is stopped on exit
         finally:
+            for stream in self.claims.values():
+                stream.close()  # no answer will come
+            self.claims.clear()
             await self._note_exit(process)
 
-    async def _note_exit(self, process: anyio.abc.Process) -> None:
+    def _route_claimed(self, line: bytes | bytearray) -> bool:
+        """Hand a response to a claimed id to its claimant, unparsed (the id is looked
+        for near either end of the line, where JSON-RPC encoders put it)."""
+        found = _CLAIMED_ID.search(line, 0, _ID_WINDOW) or _CLAIMED_ID.search(
+            line, max(len(line) - _ID_WINDOW, 0)
+        )
+        if found is None:
+            return False
+        stream = self.claims.pop(found.group(1).decode("ascii"), None)
+        if stream is None:
+            return False
+        span = (found.start(1) - 1, found.end(1) + 1)
+        with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            stream.send_nowait((line, span))
+        return True
+
+    async def send_raw(self, data: bytes) -> None:
+        """Write one encoded JSON-RPC line (with its newline) to the server's stdin.
+
+        Raises:
+            OSError: the server is gone.
+        """
+        assert self._process is not None and self._process.process.stdin is not None
+        async with self._stdin_lock:
+            await write_all(self._process.process.stdin.fileno(), data)
+
+    async def _note_exit(self, process: Launched) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
             while process.returncode is None:
                 await anyio.sleep(0.01)
@@ -340,11 +395,12 @@ class StdioTransport:
 
     async def _writer(
         self,
-        process: anyio.abc.Process,
+        process: Launched,
         receive: MemoryObjectReceiveStream[SessionMessage],
         read_send: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
-        assert process.stdin is not None
+        stdin = process.process.stdin
+        assert stdin is not None
         try:
             async with receive:
                 async for item in receive:
@@ -352,17 +408,18 @@ class StdioTransport:
                     if isinstance(message, types.JSONRPCRequest) and message.method == "tools/call":
                         self._tool_call_ids.add(message.id)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send(data.encode("utf-8") + b"\n")
+                    async with self._stdin_lock:
+                        await write_all(stdin.fileno(), data.encode("utf-8") + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The server stopped reading (it exited): end the session's read side
             # so a pending request fails instead of hanging.
             await read_send.aclose()
 
-    async def _stop(self, process: anyio.abc.Process) -> None:
+    async def _stop(self, process: Launched) -> None:
         """Close stdin, give the server a grace period, then signal its process group."""
-        if process.stdin is not None:
+        if process.process.stdin is not None:
             with suppress(Exception):
-                await process.stdin.aclose()
+                process.process.stdin.close()
         with anyio.move_on_after(CLOSE_GRACE_SECONDS):
             while process.returncode is None:
                 await anyio.sleep(0.01)
@@ -371,15 +428,31 @@ class StdioTransport:
         self.returncode = process.returncode
 
 
-async def _terminate(process: anyio.abc.Process) -> None:
+async def write_all(fd: int, data: bytes, *, pollable: bool = True) -> None:
+    """Write ``data`` to ``fd``: non-blocking, waiting while a pipe is full, or (a regular
+    file, which cannot be polled: ``pollable=False``) in a worker thread."""
+    view = memoryview(data)
+    while view:
+        if not pollable:
+            written = await anyio.to_thread.run_sync(os.write, fd, view)
+        else:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+                continue
+        view = view[written:]
+
+
+async def _terminate(process: Launched) -> None:
     """SIGTERM the process group, then SIGKILL what is left (POSIX); kill elsewhere."""
     if sys.platform == "win32":  # pragma: no cover - the proxy is tested on POSIX
         with suppress(ProcessLookupError):
-            process.kill()
+            process.process.kill()
         return
     from mcp.os.posix.utilities import terminate_posix_process_tree  # noqa: PLC0415
 
-    await terminate_posix_process_tree(process, KILL_GRACE_SECONDS)
+    await terminate_posix_process_tree(process, KILL_GRACE_SECONDS)  # type: ignore[arg-type]
     with anyio.move_on_after(KILL_GRACE_SECONDS):
         while process.returncode is None:
             await anyio.sleep(0.01)

@@ -39,7 +39,8 @@ def _config(client: str, scope: str, data: st.DataObject) -> ops.Config:
         text = data.draw(toml_config())
     else:
         assert isinstance(fmt, JsonFormat)
-        text = data.draw(json_config(ENTRY_STYLE[client], fmt.sections[0]))
+        section = data.draw(st.sampled_from(fmt.sections))  # opencode: v2 and v1 layouts
+        text = data.draw(json_config(ENTRY_STYLE[client], section))
     return ops.Config(fmt, CLIENTS[client].flavor, text, "cfg")
 
 

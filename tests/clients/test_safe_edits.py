@@ -311,7 +311,15 @@ def test_add_nests_a_new_project_entry_in_the_files_own_indent(project: Path, cl
     claude = project.parent.parent / "home" / ".claude.json"
     claude.write_text('{\n  "projects": {\n    "/other": {}\n  }\n}\n', encoding="utf-8")
     code, out = cli(
-        "add", "claude-code", "git", "--scope", "local", "--launcher", "/s", "--", "uvx"
+        "add",
+        "claude-code",
+        "git",
+        "--scope",
+        "local",
+        "--launcher",
+        "/bin/spillstore",
+        "--",
+        "uvx",
     )
     assert code == 0, out
     key = json.dumps(str(project.parent))
@@ -321,7 +329,80 @@ def test_add_nests_a_new_project_entry_in_the_files_own_indent(project: Path, cl
         '      "mcpServers": {\n'
         '        "git": {\n'
         '          "type": "stdio",\n'
-        '          "command": "/s",\n'
+        '          "command": "/bin/spillstore",\n'
         '          "args": ["mcp", "proxy", "--", "uvx"]\n'
         "        }\n      }\n    }\n  }\n}\n"
     )
+
+
+def test_a_launcher_must_name_spillstore(project: Path, cli: Cli) -> None:
+    """A launcher that does not name spillstore is refused (a later install or uninstall
+    could not tell the entry is wrapped); ``uvx spillstore`` is recognised."""
+    code, out = cli("install", "claude-code", "--scope", "project", "--launcher", "/s", "--all")
+    assert code == 2
+    assert "must name spillstore" in out
+    assert project.read_text(encoding="utf-8") == CONFIG
+    uvx = ["install", "claude-code", "--scope", "project", "--launcher", "uvx spillstore"]
+    cli(*uvx, "--server", "git")
+    _, out = cli(*uvx, "--server", "git")
+    assert "git: skipped - already wrapped by spillstore" in out
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert project.read_text(encoding="utf-8") == CONFIG
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"mcpServers": {"git": {"command": "\xff"}}}', "not UTF-8"),
+        (b"[]", "the top level is not an object"),
+        (b'{"mcpServers": ["git"]}', "mcpServers is not an object"),
+        (b'{"mcpServers": {"git": {"command": "uvx"}', "not valid JSON at line 1"),
+    ],
+)
+def test_configs_of_the_wrong_shape_are_one_error_line(
+    project: Path, cli: Cli, data: bytes, message: str
+) -> None:
+    """Not UTF-8, not an object, a servers section that is not an object, cut short:
+    one error line naming the file, exit 1, the file unchanged."""
+    project.write_bytes(data)
+    for command in (
+        ("status", "claude-code", "--scope", "project"),
+        ("install", "claude-code", "--scope", "project", "--all"),
+    ):
+        code, out = cli(*command)
+        assert code == 1
+        assert out.count("\n") == 1
+        assert message in out
+        assert str(project) in out
+    assert project.read_bytes() == data
+
+
+def test_status_of_every_client_shows_the_good_files_before_the_broken_one(
+    project: Path, cli: Cli
+) -> None:
+    """``status`` without a client lists every readable file, then fails with one line
+    for the broken one."""
+    cursor = project.parent / ".cursor" / "mcp.json"
+    cursor.parent.mkdir()
+    cursor.write_text("{oops", encoding="utf-8")
+    code, out = cli("status")
+    assert code == 1
+    assert f"claude-code (project): {project}\n  git: not wrapped: uvx mcp-server-git" in out
+    assert out.rstrip().splitlines()[-1].startswith(f"spillstore: {cursor}: not valid JSON")
+
+
+def test_the_default_launcher_is_the_spillstore_on_path_as_an_absolute_path(
+    project: Path, cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --launcher, entries run the ``spillstore`` found on PATH by its absolute
+    path (links not resolved: a pipx link survives upgrades), since desktop clients
+    start servers with a bare PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "real").write_text("#!/bin/sh\n", encoding="utf-8")
+    (tmp_path / "real").chmod(0o755)
+    (bin_dir / "spillstore").symlink_to(tmp_path / "real")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    cli("install", "claude-code", "--scope", "project", "--server", "git")
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    assert servers["mcpServers"]["git"]["command"] == str(bin_dir / "spillstore")

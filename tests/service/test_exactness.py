@@ -443,3 +443,23 @@ def test_an_invalid_stream_cut_only_because_of_its_suffix_is_saved_raw() -> None
     result = acc.ok("S" * 2042 + "END")
     assert result.spill is not None
     assert (result.spill.total_bytes, result.spill.invalid_utf8) == (1, True)
+
+
+def test_a_file_whose_retained_tail_kept_nothing_is_saved_in_part(tmp_path: Path) -> None:
+    """A 1-byte retained tail cannot hold a 3-byte character: the spill exists, in part."""
+    path = tmp_path / "euro.log"
+    path.write_bytes("€".encode() * 1366)
+    settings_ = Settings(
+        max_bytes=2048,
+        head_bytes=1,
+        tail_bytes=1,
+        max_line_bytes=None,
+        retention_bytes=4096,
+        retained_tail_bytes=1,
+    )
+    result = _service(settings_, LocalStore(tmp_path / "s")).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path)), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None
+    assert (result.spill.saved, result.spill.stored_ranges) == ("partial", ((0, 4095),))
+    assert "Saved in part as spill" in _model_text(result)

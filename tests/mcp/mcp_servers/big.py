@@ -18,7 +18,11 @@ Tools:
 - ``sleep(seconds)``: answers after ``seconds``;
 - ``freeze()``: blocks the whole process (the event loop too) for 60 s;
 - ``progress(steps)``: reports ``steps`` progress notifications, then answers;
-- ``add_tool()``: adds a tool ``extra`` and sends ``tools/list_changed``.
+- ``add_tool()``: adds a tool ``extra`` and sends ``tools/list_changed``;
+- ``touch(uri)``: sends ``notifications/resources/updated`` for ``uri`` only if a client
+  subscribed to it (as the spec asks), and says which it did;
+- ``log(level, data)``: sends a log message at ``level`` unless it is below the level
+  the client set with ``logging/setLevel`` (default: ``debug``, everything).
 
 Resources: ``test://small`` (text) and ``test://big/{size}`` (a template). Prompts:
 ``greet(name)``.
@@ -33,6 +37,7 @@ import base64
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 import anyio
@@ -103,11 +108,24 @@ TOOLS = [
         name="progress", description="Report progress.", input_schema=_schema({"steps": SIZE})
     ),
     types.Tool(name="add_tool", description="Add a tool.", input_schema=_schema({})),
+    types.Tool(
+        name="touch",
+        description="Notify subscribers of a resource.",
+        input_schema=_schema({"uri": {"type": "string"}}, ["uri"]),
+    ),
+    types.Tool(
+        name="log",
+        description="Send a log message.",
+        input_schema=_schema({"level": {"type": "string"}, "data": {"type": "string"}}),
+    ),
 ]
 if "--clash" in sys.argv:
     TOOLS.append(types.Tool(name="read_spill", description="Clashes.", input_schema=_schema({})))
 EXTRA = types.Tool(name="extra", description="Added later.", input_schema=_schema({}))
 state: dict[str, bool] = {"extra": False}
+subscribed: set[str] = set()
+LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+log_level = {"level": "debug"}
 
 
 def text(value: str) -> types.TextContent:
@@ -179,6 +197,18 @@ async def call_tool(
         state["extra"] = True
         await ctx.session.send_tool_list_changed()
         return types.CallToolResult(content=[text("added")])
+    if name == "touch":
+        uri = args["uri"]
+        if uri not in subscribed:
+            return types.CallToolResult(content=[text(f"{uri} is not subscribed")])
+        await ctx.session.send_resource_updated(uri)
+        return types.CallToolResult(content=[text(f"notified {uri}")])
+    if name == "log":
+        level = args.get("level", "info")
+        if LEVELS.index(level) < LEVELS.index(log_level["level"]):
+            return types.CallToolResult(content=[text(f"not logged below {log_level['level']}")])
+        await ctx.session.send_log_message(level, args.get("data", ""), logger="big")
+        return types.CallToolResult(content=[text("logged")])
     if name in ("extra", "read_spill"):
         return types.CallToolResult(content=[text(f"{name} called")])
     return types.CallToolResult(content=[text(f"unknown tool {name}")], is_error=True)
@@ -227,17 +257,43 @@ async def get_prompt(
     )
 
 
-server = Server(
-    "big-test-server",
-    version="1.0",
-    on_list_tools=list_tools,
-    on_call_tool=call_tool,
-    on_list_resources=list_resources,
-    on_list_resource_templates=list_templates,
-    on_read_resource=read_resource,
-    on_list_prompts=list_prompts,
-    on_get_prompt=get_prompt,
-)
+async def subscribe(
+    ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+) -> types.EmptyResult:
+    subscribed.add(str(params.uri))
+    return types.EmptyResult()
+
+
+async def unsubscribe(
+    ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+) -> types.EmptyResult:
+    subscribed.discard(str(params.uri))
+    return types.EmptyResult()
+
+
+async def set_level(
+    ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    log_level["level"] = params.level
+    return types.EmptyResult()
+
+
+with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28
+    warnings.simplefilter("ignore")
+    server = Server(
+        "big-test-server",
+        version="1.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_set_logging_level=set_level,
+    )
 
 
 async def main() -> None:

@@ -1,0 +1,241 @@
+"""Upstream ``tools/call`` round trips over stdio without the SDK sessions.
+
+Through the SDK sessions, a small call pays for two parses, two validations and two
+serializations, plus each session's dispatch. When the proxy serves stdio
+(:meth:`~spillstore.mcp.proxy.SpillProxy.run_stdio`), :class:`FastCalls` sees every line
+first (:data:`~spillstore.mcp.stdio.Intercept`) and takes over a ``tools/call`` of an
+upstream tool (not a spill tool; no ``_meta``: no progress token, no 2026-era stamps)
+once a 2025-era client finished its handshake (``notifications/initialized``), while
+the upstream connection is alive:
+
+- the request goes to the upstream's stdin with an id of its own
+  (:data:`~spillstore.mcp.transport.CLAIM_PREFIX`), and the transport hands the response
+  line back unparsed (:attr:`~spillstore.mcp.transport.StdioTransport.claims`);
+- a response line no longer than the budget cannot hold a result over the budget (JSON
+  never has fewer bytes than the text it encodes, nor base64 than the bytes), so when
+  its content blocks are all of known types it goes back **as it came**, only the id
+  replaced, never decoded into models or encoded again;
+- any other response is parsed (in a worker thread when large), validated and capped by
+  the same :meth:`~spillstore.mcp.proxy.SpillProxy.cap_result` as the SDK path; an
+  upstream end, a timeout and a downstream ``notifications/cancelled`` get the same
+  results (or silence) as there.
+
+Everything else (other methods, the spill tools, calls while the upstream is down, which
+restart it) goes through the SDK sessions as before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import mcp_types as types
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from spillstore.mcp.stdio import Reply
+from spillstore.mcp.transport import (
+    CLAIM_PREFIX,
+    THREAD_PARSE_BYTES,
+    Claimed,
+    StdioTransport,
+    known_blocks_only,
+    load_tool_response,
+)
+from spillstore.mcp.upstream import Connection
+
+if TYPE_CHECKING:
+    from spillstore.mcp.proxy import SpillProxy
+
+__all__ = ["FastCalls"]
+
+log = logging.getLogger("spillstore")
+
+_MARKS = (
+    b'"tools/call"',
+    b'"notifications/cancelled"',
+    b'"notifications/initialized"',
+    b'"initialize"',
+)
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def _response(request_id: Any, result: types.CallToolResult, version: str) -> bytes:
+    """A result as the SDK server sends it on ``version`` (only that version's fields)."""
+    body = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    body = serialize_server_result("tools/call", version, body)
+    return _line({"jsonrpc": "2.0", "id": request_id, "result": body})
+
+
+@dataclass(eq=False)
+class _Call:
+    """One call on this path: ids both ways, the tool, and how to stop waiting."""
+
+    request_id: Any
+    upstream_id: str
+    name: str
+    conn: Connection
+    transport: StdioTransport
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+async def _cancel_upstream(transport: StdioTransport, upstream_id: str, reason: Any) -> None:
+    cancelled = {
+        "requestId": upstream_id,
+        **({"reason": reason} if isinstance(reason, str) else {}),
+    }
+    message = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}
+    try:
+        await transport.send_raw(_line(message))
+    except OSError as exc:
+        log.debug("spillstore proxy: could not cancel %s upstream: %s", upstream_id, exc)
+
+
+class FastCalls:
+    """The ``tools/call`` requests a stdio proxy forwards without the SDK sessions.
+
+    Args:
+        proxy: the running proxy (its upstream, spill tools, budget and results).
+        tg: the task group the calls run in (cancelled when serving ends).
+    """
+
+    def __init__(self, proxy: SpillProxy, tg: anyio.abc.TaskGroup) -> None:
+        self._proxy = proxy
+        self._tg = tg
+        self._count = 0
+        self._ready = False  # a 2025-era client finished its handshake
+        self._version = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+        self._calls: dict[Any, _Call] = {}
+
+    async def intercept(self, line: bytes | bytearray, reply: Reply) -> bool:
+        """Take over ``line`` if it is a call (or a cancellation) this path handles."""
+        if len(line) > THREAD_PARSE_BYTES or not any(mark in line for mark in _MARKS):
+            return False
+        try:
+            raw = json.loads(line)
+        except (ValueError, RecursionError):  # the SDK path answers it
+            return False
+        if not isinstance(raw, dict):
+            return False
+        method = raw.get("method")
+        if method == "initialize":
+            params = raw.get("params")
+            wanted = params.get("protocolVersion") if isinstance(params, dict) else None
+            if wanted in HANDSHAKE_PROTOCOL_VERSIONS:  # else the server offers its latest
+                self._version = wanted
+            return False
+        if method == "notifications/initialized":
+            self._ready = True
+            return False  # the server needs it too
+        if method == "notifications/cancelled":
+            return await self._cancel(raw.get("params"))
+        return self._ready and self._start(raw, reply)
+
+    def _start(self, raw: dict[str, Any], reply: Reply) -> bool:
+        params = raw.get("params")
+        request_id = raw.get("id")
+        if (
+            raw.get("method") != "tools/call"
+            or raw.get("jsonrpc") != "2.0"
+            or not isinstance(params, dict)
+            or not isinstance(request_id, int | str)
+            or isinstance(request_id, bool)
+            or request_id in self._calls
+        ):
+            return False
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return False
+        if meta is not None and (not isinstance(meta, dict) or meta):
+            return False  # a progress token, a 2026-era stamp, ...: the SDK path
+        conn = self._proxy.live_stdio_connection()
+        if conn is None or name in self._proxy.spill_tools.names:
+            return False
+        self._count += 1
+        upstream_id = f"{CLAIM_PREFIX}{self._count}"
+        forwarded: dict[str, Any] = {"name": name}
+        if arguments:
+            forwarded["arguments"] = arguments
+        request = {"jsonrpc": "2.0", "id": upstream_id, "method": "tools/call", "params": forwarded}
+        assert conn.transport is not None
+        call = _Call(request_id, upstream_id, name, conn, conn.transport)
+        self._calls[request_id] = call  # now: a cancellation may be the next line
+        self._tg.start_soon(self._run, call, request, reply)
+        return True
+
+    async def _cancel(self, params: Any) -> bool:
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        call = self._calls.pop(request_id, None) if isinstance(request_id, int | str) else None
+        if call is None:
+            return False
+        call.scope.cancel()
+        await _cancel_upstream(call.transport, call.upstream_id, params.get("reason"))
+        return True
+
+    async def _run(self, call: _Call, request: dict[str, Any], reply: Reply) -> None:
+        transport, name = call.transport, call.name
+        send, receive = anyio.create_memory_object_stream[Claimed](1)
+        answer: bytes | None = None
+        claimed: Claimed | None = None
+        with call.scope:
+            transport.claims[call.upstream_id] = send
+            try:
+                await transport.send_raw(_line(request))
+                with anyio.fail_after(self._proxy.call_timeout):
+                    claimed = await receive.receive()
+            except TimeoutError:  # before OSError, of which it is a subclass
+                await _cancel_upstream(transport, call.upstream_id, "timed out in the proxy")
+                result = await self._proxy.timeout_error(name, call.conn)
+                answer = _response(call.request_id, result, self._version)
+            except (anyio.EndOfStream, OSError):
+                result = await self._proxy.ended_error(name, call.conn)
+                answer = _response(call.request_id, result, self._version)
+            finally:
+                self._calls.pop(call.request_id, None)
+                transport.claims.pop(call.upstream_id, None)
+                send.close()
+                receive.close()
+        if call.scope.cancel_called:
+            return  # the client cancelled the call: it gets no response
+        if claimed is not None:
+            box = [claimed]
+            del claimed  # _answer frees a large line as soon as it is parsed
+            try:
+                answer = await self._answer(box, call.request_id, name)
+            except Exception as exc:  # an unreadable response: an error, not a dead proxy
+                log.warning("spillstore proxy: bad response to %r from upstream: %s", name, exc)
+                error = {"code": types.INTERNAL_ERROR, "message": f"bad upstream response: {exc}"}
+                answer = _line({"jsonrpc": "2.0", "id": call.request_id, "error": error})
+        if answer is not None:
+            await reply(answer)
+
+    async def _answer(self, box: list[Claimed], request_id: Any, name: str) -> bytes:
+        """The downstream line for the upstream's response line (taken out of ``box``)."""
+        line, (start, end) = box.pop()
+        size = len(line)
+        if size <= self._proxy.settings.max_bytes:
+            raw = json.loads(line)
+            if isinstance(raw, dict) and ("error" in raw or known_blocks_only(raw.get("result"))):
+                return b"".join((line[:start], json.dumps(request_id).encode(), line[end:], b"\n"))
+        lines = [line]
+        del line
+        if size > THREAD_PARSE_BYTES:
+            raw = await anyio.to_thread.run_sync(load_tool_response, lines)
+        else:
+            raw = load_tool_response(lines)
+        if not isinstance(raw, dict) or not isinstance(raw.get("result"), dict):
+            error = raw.get("error") if isinstance(raw, dict) else None
+            if not isinstance(error, dict):
+                error = {"code": types.INTERNAL_ERROR, "message": "unreadable upstream response"}
+            return _line({"jsonrpc": "2.0", "id": request_id, "error": error})
+        result = types.CallToolResult.model_validate(raw.pop("result"))
+        capped = await self._proxy.cap_result(result, name, str(request_id))
+        return _response(request_id, capped, self._version)
