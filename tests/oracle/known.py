@@ -54,7 +54,7 @@ def _file_with_short_retained_tail(i: Inputs) -> bool:
 KNOWN: tuple[Known, ...] = (
     Known(
         "a file-backed output whose retained tail is shorter than its tail preview",
-        "F15, F16 (new)",
+        "F16 (new)",
         _file_with_short_retained_tail,
     ),
 )

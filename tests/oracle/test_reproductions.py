@@ -137,7 +137,6 @@ def test_a_gap_inside_one_line_gets_a_hint_that_moves_on() -> None:
         run_parts(config, [TextPart("p" * 2500), TextPart("p" * 2500)], MEMORY, suffix="x")
 
 
-@_known("a file-backed output whose retained tail is shorter than its tail preview")
 def test_a_file_with_an_empty_retained_tail_is_saved_and_says_so() -> None:
     """The spill exists: the pointer says "saved in part", not "NOT saved"."""
     with enforcing_all():
