@@ -138,7 +138,7 @@ def test_streamed_outputs_tell_only_the_truth(
     bounds = [0, *split_points(data.draw, len(output)), len(output)]
     chunks = [output[a:b] for a, b in itertools.pairwise(bounds)]
     raw = model_encode(output) if isinstance(output, str) else output
-    assume(not unfixed(config, [output], suffix=suffix, raw=raw, streamed=True))
+    assume(not unfixed(config, [output], suffix=suffix, raw=raw, streamed=True, store=store))
     run_stream(
         config,
         chunks,

@@ -148,3 +148,11 @@ def test_a_file_cut_by_retention_names_the_hidden_lines_exactly() -> None:
     """97 x and 4,000 newlines: the hidden bytes [1, 4096) are lines 1-3999, not 1-4000."""
     with enforcing_all():
         run_file(TINY_TAIL, b"x" * 97 + b"\n" * 4000, MEMORY)
+
+
+@_known("an invalid stream within the budget on a dead store")
+def test_an_invalid_stream_on_a_dead_store_counts_its_lines() -> None:
+    """``b"\\xff\\r\\n" + b"p" * 2045`` has 2 lines; the not-saved pointer says so too."""
+    config = Settings(max_bytes=2048, head_bytes=1, tail_bytes=1, max_line_bytes=None)
+    with enforcing_all():
+        run_stream(config, [b"\xff\r\n" + b"p" * 2045], StoreChoice("failing", 0))
