@@ -1,0 +1,195 @@
+"""One case per entry point: run it, then check every fact the model was told.
+
+Each ``run_*`` takes plain values (so a known defect's reproduction calls it with fixed
+inputs) and raises ``AssertionError`` naming the first fact that is not true.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Sequence
+
+from spillstore import EmbeddedText, MediaPart, Part, ResourceLink, Settings, TextPart, ToolResult
+from tests.oracle.facts import check_spilled, check_strict_utf8, text_size
+from tests.oracle.harness import finish, output_file, service_for, stream, truncate
+from tests.oracle.model import Truth, model_encode, shown
+from tests.oracle.strategies import NEEDLE, StoreChoice
+
+
+def _truth(data: bytes, config: Settings) -> Truth:
+    return Truth(data, config.retention_bytes, config.retained_tail_bytes)
+
+
+def _suffix_size(suffix: str | None) -> int:
+    return len(model_encode(suffix)) + 1 if suffix else 0
+
+
+def run_text(
+    config: Settings,
+    text: str,
+    store: StoreChoice,
+    *,
+    use_async: bool = False,
+    suffix: str | None = None,
+    page_bytes: int = 16_000,
+    context: int = 0,
+    byte_page: int | None = None,
+) -> None:
+    """A str output through ``truncate_for_model`` (or its async twin)."""
+    service = service_for(store, config)
+    original = ToolResult(content=(TextPart(text),), suffix=suffix)
+    result = truncate(service, original, use_async=use_async)
+    truth = _truth(model_encode(text), config)
+    if truth.total > config.max_bytes:
+        assert result.spill is not None, "an output over the budget was not cut"
+    if result.spill is None:
+        assert truth.total + _suffix_size(suffix) <= config.max_bytes, "not cut, over budget"
+        if suffix:  # the tool's own parts pass as they are (a lone surrogate too)
+            assert text_size(result) <= config.max_bytes
+        else:
+            assert result is original, "a result that fits must come back as the same object"
+        return
+    case = finish(
+        service,
+        result,
+        truth,
+        suffix=suffix,
+        page_bytes=page_bytes,
+        needle=NEEDLE,
+        context=context,
+        byte_page=byte_page,
+    )
+    check_spilled(case)
+
+
+def run_stream(
+    config: Settings,
+    chunks: Sequence[bytes | str],
+    store: StoreChoice,
+    *,
+    use_async: bool = False,
+    suffix: str | None = None,
+    is_error: bool = False,
+    page_bytes: int = 16_000,
+    context: int = 0,
+) -> None:
+    """Chunks through the accumulator, finished with ``ok`` or ``error``."""
+    raw = b"".join(model_encode(c) if isinstance(c, str) else c for c in chunks)
+    service = service_for(store, config)
+    result = stream(service, chunks, suffix=suffix, is_error=is_error, use_async=use_async)
+    assert result.is_error == is_error
+    truth = _truth(raw, config)
+    check_strict_utf8(result)
+    if result.spill is None:
+        assert truth.total <= config.max_bytes, "an output over the budget was not cut"
+        assert text_size(result) <= config.max_bytes
+        assert result.content[0].text == shown(raw)  # type: ignore[union-attr]
+        return
+    case = finish(
+        service,
+        result,
+        truth,
+        suffix=suffix,
+        page_bytes=page_bytes,
+        needle=NEEDLE,
+        context=context,
+        byte_page=None,
+    )
+    check_spilled(case)
+
+
+def run_parts(
+    config: Settings,
+    parts: Sequence[Part],
+    store: StoreChoice,
+    *,
+    use_async: bool = False,
+    suffix: str | None = None,
+    exempt: bool = False,
+    is_error: bool = False,
+    page_bytes: int = 16_000,
+) -> None:
+    """A result with several parts: text, embedded text, media, blobs, links."""
+    original = ToolResult(
+        content=tuple(parts),
+        suffix=suffix,
+        spill_exempt=exempt,
+        is_error=is_error,
+        metadata={"k": 1},
+    )
+    service = service_for(store, config)
+    result = truncate(service, original, use_async=use_async)
+    if exempt:
+        assert result is original, "a spill-exempt result must pass through as itself"
+        return
+    assert (result.is_error, result.metadata) == (original.is_error, original.metadata)
+    texts_in = [p.text for p in parts if isinstance(p, TextPart | EmbeddedText)]
+    truth = _truth(b"\n".join(model_encode(t) for t in texts_in), config)
+    blobs = [p for p in parts if isinstance(p, MediaPart) and p.kind == "blob"]
+    if result.spill is None:
+        assert truth.total <= config.max_bytes, "an output over the budget was not cut"
+        if suffix:
+            assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
+        else:
+            assert result is original, "a result that fits (blobs included) must be unchanged"
+        return
+    assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
+    others = [p for p in result.content if not isinstance(p, TextPart)]
+    attached = [p for p in parts if isinstance(p, MediaPart | ResourceLink) and p not in blobs]
+    assert others == attached, "media parts must stay attached, in order"
+    case = finish(
+        service,
+        result,
+        truth,
+        suffix=suffix,
+        page_bytes=page_bytes,
+        needle=NEEDLE,
+        context=0,
+        byte_page=None,
+        blobs=tuple((b.mime_type, _decoded(b.data)) for b in blobs),
+    )
+    check_spilled(case)
+
+
+def _decoded(data: bytes | str) -> bytes:
+    """A blob's bytes: base64 text decoded, raw bytes as they are."""
+    return base64.b64decode(data, validate=True) if isinstance(data, str) else data
+
+
+def run_file(
+    config: Settings,
+    raw: bytes,
+    store: StoreChoice,
+    *,
+    use_async: bool = False,
+    suffix: str | None = None,
+    page_bytes: int = 16_000,
+) -> None:
+    """An output handed over as a file (``full_output_path``)."""
+    path = output_file(raw)
+    try:
+        original = ToolResult(content=(), suffix=suffix, full_output_path=path)
+        service = service_for(store, config)
+        result = truncate(service, original, use_async=use_async)
+    finally:
+        os.unlink(path)
+    truth = _truth(raw, config)
+    check_strict_utf8(result)
+    if truth.total > config.max_bytes:
+        assert result.spill is not None, "a file over the budget got no preview"
+    if result.spill is None:
+        assert truth.total + _suffix_size(suffix) <= config.max_bytes, "not cut, over budget"
+        assert text_size(result) <= config.max_bytes
+        return
+    case = finish(
+        service,
+        result,
+        truth,
+        suffix=suffix,
+        page_bytes=page_bytes,
+        needle=NEEDLE,
+        context=1,
+        byte_page=None,
+    )
+    check_spilled(case)

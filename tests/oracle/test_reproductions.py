@@ -1,0 +1,158 @@
+"""The defects the oracle found, each as one minimal input through the oracle's checks.
+
+Each test runs its input with every check on (:func:`~tests.oracle.known.enforcing_all`).
+A defect still listed in :mod:`tests.oracle.known` is marked ``xfail(strict=True)``: the
+day it is fixed the test passes, the strict marker fails, and the entry and the marker
+must go. The names say the behaviour.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from spillstore import MediaPart, Settings, TextPart
+from tests.oracle.cases import run_file, run_parts, run_stream, run_text
+from tests.oracle.known import KNOWN, KNOWN_CHECKS, enforcing_all
+from tests.oracle.strategies import StoreChoice
+
+SMALL = Settings(max_bytes=2048, head_bytes=256, tail_bytes=256)
+MEMORY = StoreChoice("memory")
+
+
+def _known(name: str) -> pytest.MarkDecorator:
+    """A strict xfail for the unfixed defect ``name`` (it must still be listed)."""
+    listed = {k.name: k.reference for k in KNOWN} | KNOWN_CHECKS
+    assert name in listed, f"{name!r} is no longer listed as unfixed: remove this marker"
+    return pytest.mark.xfail(strict=True, reason=f"unfixed: {name} ({listed[name]})")
+
+
+def test_a_suffix_with_a_lone_surrogate_is_stored_and_shown_as_strict_utf8() -> None:
+    """A lone surrogate in the suffix reaches neither the model nor the sidecar raw."""
+    with enforcing_all():
+        run_text(SMALL, "x" * 3000, StoreChoice("local"), suffix="exit \ud800")
+
+
+def test_a_suffix_too_large_to_show_is_stored_whole() -> None:
+    """A suffix elided for the model is stored whole with the spill."""
+    with enforcing_all():
+        run_stream(SMALL, [b"x" * 1500], MEMORY, suffix="S" * 1000 + "END")
+
+
+def test_an_empty_last_part_leaves_the_line_count_true() -> None:
+    """Parts ``("x"*3000, "")`` join to one line ending in a newline: 1 line, not 0."""
+    with enforcing_all():
+        run_parts(SMALL, [TextPart("x" * 3000), TextPart("")], MEMORY)
+
+
+def test_binary_output_within_the_budget_is_stored_raw() -> None:
+    """2,000 bytes of 0xff (6,000 bytes once shown as U+FFFD) are stored as those bytes."""
+    with enforcing_all():
+        run_stream(SMALL, [b"\xff" * 2000], MEMORY)
+
+
+def test_blob_notices_count_toward_the_budget() -> None:
+    """A cut result with a blob stays within max_bytes, the blob's notice included."""
+    blob = MediaPart("blob", "application/gzip", base64.b64encode(bytes(57)).decode(), "u" * 198)
+    with enforcing_all():
+        run_parts(SMALL, [TextPart("x" * 2048), blob, blob, blob, blob, blob], MEMORY)
+
+
+def test_a_file_backed_output_on_a_dead_store_gets_a_preview() -> None:
+    """The file is there: its head and tail are shown though the store failed."""
+    log = b"step ok\n" * 2000 + b"FAILED test_x\n"
+    with enforcing_all():
+        run_file(SMALL, log, StoreChoice("failing", 0), suffix="exit code 1")
+
+
+def test_line_pages_near_a_retention_gap_show_the_kept_part() -> None:
+    """A line whose newline was not kept reads as its kept part, never an internal error;
+    the first line after the gap says its start was not kept."""
+    config = Settings(retention_bytes=65_536, retained_tail_bytes=16_384)
+    text = "first line\n" + "x" * 100_000 + "\n" + "ok\n" * 10_000
+    with enforcing_all():
+        run_text(config, text, MEMORY)
+
+
+def test_a_stream_to_a_dead_store_states_its_real_sha256() -> None:
+    """The accumulator hashed every byte: the pointer states that hash, not "unknown"."""
+    with enforcing_all():
+        run_stream(SMALL, [b"x" * 3000], StoreChoice("failing", 0))
+
+
+def test_byte_pages_show_stray_continuation_bytes_from_the_stated_start() -> None:
+    """Read from the stated elided start shows the stray bytes there, marked invalid."""
+    config = Settings(max_bytes=4096, head_bytes=1024, tail_bytes=512, max_line_bytes=None)
+    with enforcing_all():
+        run_stream(config, [b"a" * 1000 + b"\n" + b"\x80\x81\x82" + b"b" * 100_000], MEMORY)
+
+
+def test_an_output_not_saved_still_says_it_is_not_utf8() -> None:
+    """A stream of invalid bytes to a dead store: SpillInfo.invalid_utf8 is true."""
+    with enforcing_all():
+        run_stream(SMALL, [b"\xff" + b"x" * 3000], StoreChoice("failing", 0))
+
+
+TINY_TAIL = Settings(
+    max_bytes=2048,
+    head_bytes=1,
+    tail_bytes=1,
+    max_line_bytes=None,
+    retention_bytes=4096,
+    retained_tail_bytes=1,
+)
+"""A retained tail too small for the output's last character: nothing of the tail is kept."""
+
+
+def test_line_pages_of_a_spill_without_its_tail_read_the_kept_part() -> None:
+    """The pointer's Read hint works when the retention cap kept no tail bytes."""
+    with enforcing_all():
+        run_stream(TINY_TAIL, ["\u20ac" * 1366], MEMORY)
+
+
+def test_byte_pages_name_the_unkept_end_exactly() -> None:
+    """The byte page that reaches the unkept end names it as [end of kept, total)."""
+    with enforcing_all():
+        run_text(TINY_TAIL, "\u20ac" * 1366, MEMORY)
+
+
+def test_small_invalid_output_cut_for_its_suffix_is_stored_raw() -> None:
+    """One 0xff byte and a long suffix: the spill holds the byte, not U+FFFD."""
+    with enforcing_all():
+        run_file(SMALL, b"\xff", MEMORY, suffix="S" * 2042 + "END")
+
+
+def test_a_gap_inside_one_line_gets_a_hint_that_moves_on() -> None:
+    """Line 1 holds the whole retention gap: the hint past it is not the same call."""
+    config = Settings(
+        max_bytes=4098,
+        head_bytes=1,
+        tail_bytes=1,
+        max_line_bytes=None,
+        retention_bytes=4096,
+        retained_tail_bytes=2910,
+    )
+    with enforcing_all():
+        run_parts(config, [TextPart("p" * 2500), TextPart("p" * 2500)], MEMORY, suffix="x")
+
+
+def test_a_file_with_an_empty_retained_tail_is_saved_and_says_so() -> None:
+    """The spill exists: the pointer says "saved in part", not "NOT saved"."""
+    with enforcing_all():
+        run_file(TINY_TAIL, "\u20ac".encode() * 1366, MEMORY)
+
+
+@_known("a file-backed output whose retained tail is shorter than its tail preview")
+def test_a_file_cut_by_retention_names_the_hidden_lines_exactly() -> None:
+    """97 x and 4,000 newlines: the hidden bytes [1, 4096) are lines 1-3999, not 1-4000."""
+    with enforcing_all():
+        run_file(TINY_TAIL, b"x" * 97 + b"\n" * 4000, MEMORY)
+
+
+@_known("an invalid stream within the budget on a dead store")
+def test_an_invalid_stream_on_a_dead_store_counts_its_lines() -> None:
+    """``b"\\xff\\r\\n" + b"p" * 2045`` has 2 lines; the not-saved pointer says so too."""
+    config = Settings(max_bytes=2048, head_bytes=1, tail_bytes=1, max_line_bytes=None)
+    with enforcing_all():
+        run_stream(config, [b"\xff\r\n" + b"p" * 2045], StoreChoice("failing", 0))
