@@ -178,6 +178,7 @@ class OutputAccumulator:
             self._head, self._tail = raw[: self._keep_head], bytearray(raw[-self._keep_tail :])
             self._hasher.update(raw)
             validate(self._utf8, raw)
+            self._newlines = raw.count(b"\n")  # no writer counted them: the "not saved" preview
             try:
                 saved = yield call(
                     host.store.put,

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from spillstore import Part, Settings
-from tests.oracle.model import is_valid_utf8
 from tests.oracle.strategies import StoreChoice
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -52,19 +51,7 @@ def _file_with_short_retained_tail(i: Inputs) -> bool:
     return len(raw) > config.retention_bytes and short
 
 
-def _small_invalid_stream_dead_store(i: Inputs) -> bool:
-    raw, store = i.raw, i.store
-    if raw is None or not i.streamed or store is None or store.kind != "failing":
-        return False
-    return not is_valid_utf8(raw) and len(raw) <= i.config.max_bytes
-
-
 KNOWN: tuple[Known, ...] = (
-    Known(
-        "an invalid stream within the budget on a dead store",
-        "F17 (new)",
-        _small_invalid_stream_dead_store,
-    ),
     Known(
         "a file-backed output whose retained tail is shorter than its tail preview",
         "F16 (new)",
@@ -72,7 +59,8 @@ KNOWN: tuple[Known, ...] = (
     ),
 )
 """Inputs routed to reproductions (all fixed so far: lone surrogates in the suffix, large
-suffixes, an empty last part, invalid UTF-8 within the budget, blobs, dead-store files)."""
+suffixes, an empty last part, invalid UTF-8 within the budget, blobs, dead-store files,
+the line count of an invalid stream within the budget on a dead store)."""
 
 
 KNOWN_CHECKS: dict[str, str] = {}

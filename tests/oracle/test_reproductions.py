@@ -150,7 +150,6 @@ def test_a_file_cut_by_retention_names_the_hidden_lines_exactly() -> None:
         run_file(TINY_TAIL, b"x" * 97 + b"\n" * 4000, MEMORY)
 
 
-@_known("an invalid stream within the budget on a dead store")
 def test_an_invalid_stream_on_a_dead_store_counts_its_lines() -> None:
     """``b"\\xff\\r\\n" + b"p" * 2045`` has 2 lines; the not-saved pointer says so too."""
     config = Settings(max_bytes=2048, head_bytes=1, tail_bytes=1, max_line_bytes=None)
