@@ -420,10 +420,11 @@ def _without_file(result: ToolResult, path: str, exc: Exception) -> ToolResult:
 
 def _end_ranges(meta: SpillMeta, settings: Settings) -> tuple[tuple[int, int], tuple[int, int]]:
     """The stored byte ranges to read for the head and tail previews (with a little slack)."""
-    first_end = meta.stored_ranges[0][1] if meta.stored_ranges else 0
+    first_start, first_end = meta.stored_ranges[0] if meta.stored_ranges else (0, 0)
     last_start, last_end = meta.stored_ranges[-1] if meta.stored_ranges else (0, 0)
     total = meta.total_bytes
-    head_range = (0, min(first_end, settings.head_bytes + SLACK))
+    # The retention cap kept no head when its share could not hold the first character.
+    head_range = (0, min(first_end, settings.head_bytes + SLACK) if first_start == 0 else 0)
     if last_end < total:  # the retention cap kept no tail (it could not hold a character)
         return head_range, (total, total)
     tail_range = (max(last_start, total - settings.tail_bytes - SLACK), total)

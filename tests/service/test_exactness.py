@@ -463,3 +463,24 @@ def test_a_file_whose_retained_tail_kept_nothing_is_saved_in_part(tmp_path: Path
     assert result.spill is not None
     assert (result.spill.saved, result.spill.stored_ranges) == ("partial", ((0, 4095),))
     assert "Saved in part as spill" in _model_text(result)
+
+
+def test_a_file_whose_retained_head_kept_nothing_is_saved_in_part(tmp_path: Path) -> None:
+    """A 3-byte retained head cannot hold a 4-byte character: the spill exists, in part."""
+    path = tmp_path / "emoji.log"
+    path.write_bytes("😀".encode() * 1977)
+    settings_ = Settings(
+        max_bytes=2048,
+        head_bytes=1,
+        tail_bytes=1,
+        max_line_bytes=None,
+        retention_bytes=5110,
+        retained_tail_bytes=5107,
+    )
+    result = _service(settings_, MemoryStore()).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(path)), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is not None
+    assert result.spill.saved == "partial", result.spill
+    assert result.spill.stored_ranges[0][0] > 0
+    assert "Saved in part as spill" in _model_text(result)
