@@ -445,42 +445,30 @@ def test_an_invalid_stream_cut_only_because_of_its_suffix_is_saved_raw() -> None
     assert (result.spill.total_bytes, result.spill.invalid_utf8) == (1, True)
 
 
-def test_a_file_whose_retained_tail_kept_nothing_is_saved_in_part(tmp_path: Path) -> None:
-    """A 1-byte retained tail cannot hold a 3-byte character: the spill exists, in part."""
-    path = tmp_path / "euro.log"
-    path.write_bytes("€".encode() * 1366)
+@pytest.mark.parametrize(
+    ("char", "count", "retention", "retained_tail", "kept"),
+    [
+        ("€", 1366, 4096, 1, ((0, 4095),)),  # a 1-byte tail share holds no 3-byte character
+        ("😀", 1977, 5110, 5107, ((2804, 7908),)),  # a 3-byte head share, no 4-byte one
+    ],
+)
+def test_a_file_whose_retained_head_or_tail_kept_nothing_is_saved_in_part(
+    tmp_path: Path, char: str, count: int, retention: int, retained_tail: int, kept: object
+) -> None:
+    """A retention share too small for one character keeps nothing: the spill exists, in part."""
+    path = tmp_path / "chars.log"
+    path.write_bytes(char.encode() * count)
     settings_ = Settings(
         max_bytes=2048,
         head_bytes=1,
         tail_bytes=1,
         max_line_bytes=None,
-        retention_bytes=4096,
-        retained_tail_bytes=1,
+        retention_bytes=retention,
+        retained_tail_bytes=retained_tail,
     )
     result = _service(settings_, LocalStore(tmp_path / "s")).truncate_for_model(
         ToolResult(content=(), full_output_path=str(path)), tool_name="t", tool_call_id="c"
     )
     assert result.spill is not None
-    assert (result.spill.saved, result.spill.stored_ranges) == ("partial", ((0, 4095),))
-    assert "Saved in part as spill" in _model_text(result)
-
-
-def test_a_file_whose_retained_head_kept_nothing_is_saved_in_part(tmp_path: Path) -> None:
-    """A 3-byte retained head cannot hold a 4-byte character: the spill exists, in part."""
-    path = tmp_path / "emoji.log"
-    path.write_bytes("😀".encode() * 1977)
-    settings_ = Settings(
-        max_bytes=2048,
-        head_bytes=1,
-        tail_bytes=1,
-        max_line_bytes=None,
-        retention_bytes=5110,
-        retained_tail_bytes=5107,
-    )
-    result = _service(settings_, MemoryStore()).truncate_for_model(
-        ToolResult(content=(), full_output_path=str(path)), tool_name="t", tool_call_id="c"
-    )
-    assert result.spill is not None
-    assert result.spill.saved == "partial", result.spill
-    assert result.spill.stored_ranges[0][0] > 0
+    assert (result.spill.saved, result.spill.stored_ranges) == ("partial", kept)
     assert "Saved in part as spill" in _model_text(result)
