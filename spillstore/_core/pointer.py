@@ -140,6 +140,7 @@ def plan_preview_bytes(
     newlines: int,
     head_bytes: int,
     tail_bytes: int,
+    ends_with_newline: bool | None = None,
 ) -> Preview:
     """Choose the previews from the raw first and last bytes of an output.
 
@@ -157,6 +158,10 @@ def plan_preview_bytes(
     if cut >= 0 and cut + 1 >= len(first) // 2:
         first = first[: cut + 1]
     last = tail(tail_raw, tail_budget) if tail_budget else b""
+    if last and len(last) == len(tail_raw) and total_bytes - len(last) > len(first):
+        # Nothing before the tail was given (a store kept only this much of the end):
+        # show a character less, so the byte that ends the hidden lines is known.
+        last = tail(tail_raw, len(tail_raw) - 1)
     cut = last.find(b"\n")
     if 0 <= cut < len(last) - 1 and cut + 1 <= len(last) // 2:
         last = last[cut + 1 :]
@@ -164,7 +169,8 @@ def plan_preview_bytes(
     tail_start = total_bytes - len(last)
     split = len(tail_raw) - len(last)
     before_tail = tail_raw[split - 1 : split] if split else b""
-    ends_with_newline = (tail_raw or first).endswith(b"\n")
+    if ends_with_newline is None:  # else known to the caller (no tail bytes were kept)
+        ends_with_newline = (tail_raw or first).endswith(b"\n")
     total_lines = line_count(total_bytes, newlines, ends_with_newline)
     head_newlines = first.count(b"\n")
     newlines_before_tail = newlines - last.count(b"\n")

@@ -152,6 +152,7 @@ def _file_flow(
     counted: Measure | None = None
     saved: SpillMeta | Exception
     shape: JsonShape | None = None
+    ends_with_newline: bool | None = None
     try:
         # What else the model sees (the suffix, blobs) counts when the file's bytes are
         # invalid UTF-8: their decoded text must fit beside it, or they are adopted raw.
@@ -176,6 +177,9 @@ def _file_flow(
         tail_raw = b""
         if t0 < t1:
             tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
+        elif meta.total_bytes:  # no tail kept: only the line index knows the last byte
+            index = yield call(store.line_index, store.aline_index, meta.spill_id)
+            ends_with_newline = index.total_newlines == meta.total_lines
         saved = meta
         shape = yield from stored_shape(host, meta, head_raw)
     except STORE_FAILURES as exc:
@@ -203,6 +207,7 @@ def _file_flow(
         tool_name=tool_name,
         tool_call_id=tool_call_id,
         json_shape=shape,
+        ends_with_newline=ends_with_newline,
     )
     return render(host, step, saved)
 

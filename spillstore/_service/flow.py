@@ -208,12 +208,16 @@ def step_from_ends(
     others: list[Part] | None = None,
     notes: list[str] | None = None,
     json_shape: JsonShape | None = None,
+    ends_with_newline: bool | None = None,
 ) -> Prepared:
     """An oversized output known only by its first and last bytes (a stream, a file).
 
     ``counted`` is what the caller measured itself, used when nothing could be saved
     (``None``: the output was adopted by the store, which measured it).
+    ``ends_with_newline`` is given when ``tail_raw`` cannot tell (no tail was kept).
     """
+    if ends_with_newline is None:
+        ends_with_newline = tail_raw.endswith(b"\n")
     head_bytes, tail_bytes = settings.head_bytes, settings.tail_bytes
 
     def plan(head_room: int, tail_room: int, measured: Measure) -> Preview:
@@ -224,11 +228,12 @@ def step_from_ends(
             newlines=measured.newlines,
             head_bytes=min(head_bytes, head_room),
             tail_bytes=min(tail_bytes, tail_room),
+            ends_with_newline=ends_with_newline,
         )
 
     return Prepared(
         result=result,
-        ends_with_newline=tail_raw.endswith(b"\n"),
+        ends_with_newline=ends_with_newline,
         plan=plan,
         measure=None if counted is None else (lambda: counted),
         shaped=None,

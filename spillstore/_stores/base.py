@@ -357,6 +357,8 @@ class Store(CleanupOps):
         """Return a spill's line index (for Grep: line numbers of segment starts)."""
         return self._index_for(self.stat(spill_id))
 
+    aline_index = method_twin(line_index)
+
     @contextlib.contextmanager
     def segments(self, spill_id: str) -> Iterator[builtins.list[tuple[int, memoryview]]]:
         """Yield the stored data as ``(original_start, buffer)`` pairs, one per range.

@@ -43,24 +43,11 @@ class Known:
     triggered: Callable[[Inputs], bool]
 
 
-def _file_with_short_retained_tail(i: Inputs) -> bool:
-    raw, config = i.raw, i.config
-    if raw is None or i.streamed or config.retention_bytes is None:
-        return False
-    short = config.retained_tail_bytes <= config.tail_bytes + 8
-    return len(raw) > config.retention_bytes and short
-
-
-KNOWN: tuple[Known, ...] = (
-    Known(
-        "a file-backed output whose retained tail is shorter than its tail preview",
-        "F16 (new)",
-        _file_with_short_retained_tail,
-    ),
-)
+KNOWN: tuple[Known, ...] = ()
 """Inputs routed to reproductions (all fixed so far: lone surrogates in the suffix, large
 suffixes, an empty last part, invalid UTF-8 within the budget, blobs, dead-store files,
-the line count of an invalid stream within the budget on a dead store)."""
+the line count of an invalid stream within the budget on a dead store, a file-backed
+output whose retained tail is shorter than its tail preview)."""
 
 
 KNOWN_CHECKS: dict[str, str] = {}

@@ -143,7 +143,6 @@ def test_a_file_with_an_empty_retained_tail_is_saved_and_says_so() -> None:
         run_file(TINY_TAIL, "\u20ac".encode() * 1366, MEMORY)
 
 
-@_known("a file-backed output whose retained tail is shorter than its tail preview")
 def test_a_file_cut_by_retention_names_the_hidden_lines_exactly() -> None:
     """97 x and 4,000 newlines: the hidden bytes [1, 4096) are lines 1-3999, not 1-4000."""
     with enforcing_all():
@@ -155,3 +154,43 @@ def test_an_invalid_stream_on_a_dead_store_counts_its_lines() -> None:
     config = Settings(max_bytes=2048, head_bytes=1, tail_bytes=1, max_line_bytes=None)
     with enforcing_all():
         run_stream(config, [b"\xff\r\n" + b"p" * 2045], StoreChoice("failing", 0))
+
+
+HEADLESS = Settings(
+    max_bytes=2048,
+    head_bytes=1,
+    tail_bytes=1,
+    max_line_bytes=None,
+    retention_bytes=5110,
+    retained_tail_bytes=5107,
+)
+"""A retention head share (3 bytes) smaller than the first character (4 bytes)."""
+
+
+@pytest.mark.parametrize("entry", ["text", "stream", "file"])
+def test_a_head_share_smaller_than_a_character_keeps_only_the_tail(entry: str) -> None:
+    """Retention cuts on characters: a 3-byte head share of 4-byte characters keeps no
+    head, and the pointer names the one kept range (the tail) and reads back exactly."""
+    text = "\U0001f600" * 1278
+    with enforcing_all():
+        if entry == "text":
+            run_text(HEADLESS, text, MEMORY)
+        elif entry == "stream":
+            run_stream(HEADLESS, [text.encode()], StoreChoice("local"))
+        else:
+            run_file(HEADLESS, text.encode(), StoreChoice("local"))
+
+
+def test_a_file_whose_kept_tail_is_empty_counts_its_last_line() -> None:
+    """No tail kept (a 1-byte tail cannot hold a 3-byte character): the line index, not
+    the head preview, says whether the output ends in a newline (here: 2 lines)."""
+    config = Settings(
+        max_bytes=2048,
+        head_bytes=1,
+        tail_bytes=1,
+        max_line_bytes=None,
+        retention_bytes=4096,
+        retained_tail_bytes=1,
+    )
+    with enforcing_all():
+        run_file(config, b"\n" + "\u20ac".encode() * 1366, MEMORY)
