@@ -16,7 +16,6 @@ import pytest
 
 from spillstore._core.index import count_lines
 from spillstore._errors import SpillExpired, SpillNotFound
-from spillstore._stores.catalog_store import CatalogStore
 from spillstore._stores.local import LocalStore
 
 WRITERS = 8
@@ -211,7 +210,7 @@ def _race(
     return store_class(root), ids
 
 
-@pytest.mark.parametrize("store_class", [LocalStore, CatalogStore], ids=["files", "catalog"])
+@pytest.mark.parametrize("store_class", [LocalStore], ids=["catalog"])
 def test_gc_at_grace_zero_never_loses_a_writers_spill(
     tmp_path: Path, store_class: type[LocalStore]
 ) -> None:
