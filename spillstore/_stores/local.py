@@ -42,7 +42,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import ClassVar, Final
 
 import platformdirs
 
@@ -129,6 +129,8 @@ class LocalStore(Store):
             :mod:`~spillstore._stores.local_marks`) and ``force_root`` is false.
         StoreError: the root cannot be created.
     """
+
+    _LISTED_IN_ORDER: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -335,7 +337,7 @@ class LocalStore(Store):
         with map_os_errors("cannot scan for leftovers"):
             for name, dir_fd, listed in self._root.scan(session):
                 entries = [e for e in listed if e.is_file(follow_symlinks=False)]
-                names = {e.name for e in entries}
+                names = {e.name for e in listed}  # a bad sidecar keeps its files for check
                 names |= {f"{spill_id}.json" for spill_id in self._catalog.ids(name)}
                 for entry in entries:
                     if not is_orphan_name(entry.name, names):
@@ -371,6 +373,9 @@ class LocalStore(Store):
     def _published(self, dir_fd: int) -> Callable[[str], bool]:
         """Whether the spill ``spill_id`` is visible (its row, read fresh)."""
         return self._catalog.has
+
+    def _data_keys(self) -> dict[str, str]:
+        return self._catalog.shared()
 
     def _after_gc(self, *, now: float) -> None:
         self._catalog.prune_tombstones(now - self._tombstone_ttl)

@@ -30,13 +30,14 @@ import contextlib
 import errno
 import json
 import os
+import re
 import sqlite3
 import stat
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from spillstore._core.ids import is_session, is_spill_id
+from spillstore._core.ids import SPILL_ID_PATTERN, is_session, is_spill_id
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
@@ -62,13 +63,13 @@ Tombstone = tuple[str | None, float | None]
 """A removed spill's ``(reason, removed_at)``."""
 
 _SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS spill (spill_id TEXT PRIMARY KEY, session TEXT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS spill (spill_id TEXT NOT NULL UNIQUE, session TEXT NOT NULL, "
     "tool_name TEXT NOT NULL, tool_call_id TEXT NOT NULL, total_bytes INTEGER NOT NULL, "
     "total_lines INTEGER NOT NULL, head_start INTEGER, head_end INTEGER, "
     "tail_start INTEGER, tail_end INTEGER, sha256 TEXT NOT NULL, created_at REAL NOT NULL, "
     "suffix TEXT, media_notes TEXT, invalid_utf8 INTEGER NOT NULL, adopted TEXT, "
-    "stored_bytes INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS spill_by_session ON spill (session, created_at)",
+    "stored_bytes INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL, "
+    "PRIMARY KEY (session, created_at, spill_id)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS spill_by_content ON spill (sha256)",
     "CREATE TABLE IF NOT EXISTS spill_index (spill_id TEXT PRIMARY KEY, idx BLOB NOT NULL) "
     "WITHOUT ROWID",
@@ -83,11 +84,13 @@ _COLUMNS: Final = (
     "adopted"
 )
 _SELECT: Final = f"SELECT {_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
+_LIST: Final = f"SELECT {_COLUMNS} FROM spill"  # noqa: S608 - fixed names
 _INSERT: Final = (
     f"INSERT OR IGNORE INTO spill ({_COLUMNS}, stored_bytes, dev, ino) "  # noqa: S608
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _FIELDS_SET: Final = frozenset(SpillMeta.model_fields)
+_IDS_RE: Final = re.compile(rf"(?:{SPILL_ID_PATTERN}\n)*{SPILL_ID_PATTERN}|")
 _new_meta = SpillMeta.__new__
 _set = object.__setattr__
 
@@ -212,27 +215,39 @@ class Catalog:
     # ----------------------------------------------------------------- reading
 
     def _meta(self, row: tuple[Any, ...]) -> SpillMeta:
-        """A row as metadata, without validation (it was validated when inserted)."""
-        (sid, session, tool, call, total, lines, h0, h1, t0, t1, sha, created, suffix, notes,
-         invalid, adopted) = row[:16]  # fmt: skip
-        if not (is_spill_id(sid) and is_session(session)):
-            raise StoreError(errno.EINVAL, f"the catalog row of spill {sid!r} is corrupt")
-        meta = _new_meta(SpillMeta)
-        _set(meta, "__dict__", {
-            "spill_id": sid, "session": session, "tool_name": tool, "tool_call_id": call,
-            "total_bytes": total, "total_lines": lines,
-            "stored_ranges": () if h1 is None else ((h0, h1),) if t1 is None
-            else ((h0, h1), (t0, t1)),
-            "sha256": sha, "created_at": created, "suffix": suffix,
-            "media_notes": tuple(json.loads(notes)) if notes else (),
-            "invalid_utf8": bool(invalid), "path": f"{self._base}{session}{os.sep}{sid}.out",
-            "adopted_inode": tuple(json.loads(adopted)) if adopted else None,
-            "format_version": META_FORMAT_VERSION,
-        })  # fmt: skip
-        _set(meta, "__pydantic_fields_set__", _FIELDS_SET)
-        _set(meta, "__pydantic_extra__", None)
-        _set(meta, "__pydantic_private__", None)
-        return meta
+        """One row (its first 16 columns) as metadata (see :meth:`_metas`)."""
+        return self._metas([row[:16]])[0]
+
+    def _metas(self, rows: builtins.list[Any]) -> builtins.list[SpillMeta]:
+        """Rows as metadata, without pydantic validation: the rows were validated when
+        inserted. Ids and sessions are checked again (they name files), in one regex
+        match for all of them; a bad row raises :class:`StoreError`."""
+        base, sep, fields_set, version = self._base, os.sep, _FIELDS_SET, META_FORMAT_VERSION
+        new, set_, loads = _new_meta, _set, json.loads
+        metas = []
+        for (sid, session, tool, call, total, lines, h0, h1, t0, t1, sha, created, suffix,
+             notes, invalid, adopted) in rows:  # fmt: skip
+            meta = new(SpillMeta)
+            set_(meta, "__dict__", {
+                "spill_id": sid, "session": session, "tool_name": tool, "tool_call_id": call,
+                "total_bytes": total, "total_lines": lines,
+                "stored_ranges": () if h1 is None else ((h0, h1),) if t1 is None
+                else ((h0, h1), (t0, t1)),
+                "sha256": sha, "created_at": created, "suffix": suffix,
+                "media_notes": tuple(loads(notes)) if notes else (),
+                "invalid_utf8": bool(invalid), "path": f"{base}{session}{sep}{sid}.out",
+                "adopted_inode": tuple(loads(adopted)) if adopted else None,
+                "format_version": version,
+            })  # fmt: skip
+            set_(meta, "__pydantic_fields_set__", fields_set)
+            set_(meta, "__pydantic_extra__", None)
+            set_(meta, "__pydantic_private__", None)
+            metas.append(meta)
+        ids = "\n".join(row[0] for row in rows)
+        if not (_IDS_RE.fullmatch(ids) and all(map(is_session, {row[1] for row in rows}))):
+            bad = next(r[0] for r in rows if not (is_spill_id(r[0]) and is_session(r[1])))
+            raise StoreError(errno.EINVAL, f"the catalog row of spill {bad!r} is corrupt")
+        return metas
 
     def _fresh_rows(self) -> dict[str, tuple[SpillMeta, Identity]]:
         """This thread's rows read since no other connection committed."""
@@ -284,13 +299,13 @@ class Catalog:
         order = " ORDER BY created_at, spill_id"
         with _db_errors("cannot list spills"):
             if session is None:
-                cursor = self._conn().execute(_SELECT + order)
+                cursor = self._conn().execute(_LIST + order)
             else:
-                cursor = self._conn().execute(f"{_SELECT} WHERE session = ?{order}", (session,))
+                sql = f"{_LIST} WHERE session = ? ORDER BY created_at, spill_id"
+                cursor = self._conn().execute(sql, (session,))
             rows = cursor.fetchall()
-        meta = self._meta
         try:
-            return [meta(row) for row in rows]
+            return self._metas(rows)
         except StoreError:
             return self._list_skipping(rows)
 
@@ -307,11 +322,15 @@ class Catalog:
                 )
         return metas
 
-    def sizes(self) -> builtins.list[tuple[str, int, int, int]]:
-        """``(spill_id, dev, ino, stored_bytes)`` of every row (gc counts shared files once)."""
+    def shared(self) -> dict[str, str]:
+        """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""
         with _db_errors("cannot list spills"):
-            sql = "SELECT spill_id, dev, ino, stored_bytes FROM spill"
-            return self._conn().execute(sql).fetchall()
+            sql = (
+                "SELECT spill_id, dev, ino FROM spill WHERE (dev, ino) IN "
+                "(SELECT dev, ino FROM spill GROUP BY dev, ino HAVING count(*) > 1)"
+            )
+            rows = self._conn().execute(sql).fetchall()
+        return {spill_id: f"{dev}:{ino}" for spill_id, dev, ino in rows}
 
     def index(self, spill_id: str) -> bytes | None:
         """A spill's serialized line index, or None if it has no row."""
@@ -344,7 +363,8 @@ class Catalog:
         with _db_errors("cannot look up identical spills"):
             sql = f"{_SELECT} WHERE sha256 = ? AND stored_bytes = ? AND adopted IS NULL LIMIT 4"
             rows = self._conn().execute(sql, (meta.sha256, meta.stored_bytes)).fetchall()
-        found = [(self._meta(row), (row[16], row[17])) for row in rows]
+        metas = self._metas([row[:16] for row in rows])
+        found = [(meta, (row[16], row[17])) for meta, row in zip(metas, rows, strict=True)]
         return [(m, ident) for m, ident in found if m.stored_ranges == meta.stored_ranges]
 
     # ----------------------------------------------------------------- writing

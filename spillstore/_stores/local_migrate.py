@@ -24,6 +24,7 @@ use) or format 2. The opt-in catalog of 0.2's development (one JSON row per spil
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -32,6 +33,7 @@ from typing import Final
 from pydantic import ValidationError
 
 from spillstore._core.ids import is_spill_id
+from spillstore._errors import StoreError
 from spillstore._stores.local_catalog import Catalog, Identity
 from spillstore._stores.local_files import READ_FLAGS, LocalRoot, read_all, unlink_quiet
 from spillstore._stores.meta import (
@@ -49,8 +51,9 @@ logger = logging.getLogger("spillstore")
 _OLD_FILES: Final = ("json", "idx", "gone")
 
 
-class _Skip(Exception):
+def _skip(why: str) -> StoreError:
     """A spill of the old layout that cannot be migrated (left for ``check``)."""
+    return StoreError(errno.EINVAL, why)
 
 
 def _read(dir_fd: int, name: str, limit: int) -> bytes:
@@ -66,14 +69,14 @@ def _data_identity(dir_fd: int, meta: SpillMeta) -> Identity:
     try:
         st = os.stat(f"{meta.spill_id}.out", dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
-        raise _Skip("its data file is missing") from None
+        raise _skip("its data file is missing") from None
     if not stat.S_ISREG(st.st_mode) or st.st_size != meta.stored_bytes:
-        raise _Skip("its data file is not a regular file of the recorded size")
+        raise _skip("its data file is not a regular file of the recorded size")
     adopted = meta.adopted_inode
     if adopted is not None and (st.st_dev, st.st_ino) != (adopted[0], adopted[1]):
-        raise _Skip("its adopted data file was replaced")
+        raise _skip("its adopted data file was replaced")
     if adopted is None and st.st_nlink > 1:
-        raise _Skip(f"its data file has {st.st_nlink} hard links")
+        raise _skip(f"its data file has {st.st_nlink} hard links")
     return (st.st_dev, st.st_ino)
 
 
@@ -81,10 +84,12 @@ def _load(dir_fd: int, session: str, spill_id: str) -> tuple[SpillMeta, bytes, I
     try:
         meta = SpillMeta.model_validate_json(_read(dir_fd, f"{spill_id}.json", MAX_SIDECAR_BYTES))
         index = _read(dir_fd, f"{spill_id}.idx", MAX_INDEX_BYTES)
+    except StoreError:
+        raise
     except (OSError, ValidationError) as exc:
-        raise _Skip(f"its sidecar or index cannot be read: {exc}") from None
+        raise _skip(f"its sidecar or index cannot be read: {exc}") from None
     if meta.spill_id != spill_id or meta.session != session:
-        raise _Skip("its sidecar names another spill or session")
+        raise _skip("its sidecar names another spill or session")
     return meta, index, _data_identity(dir_fd, meta)
 
 
@@ -98,7 +103,7 @@ def _migrate_session(catalog: Catalog, session: str, dir_fd: int, names: list[st
         if ext == "json":
             try:
                 spills.append(_load(dir_fd, session, stem))
-            except _Skip as why:
+            except StoreError as why:
                 logger.warning(
                     "spill %s/%s not migrated (spillstore check lists it): %s", session, stem, why
                 )
@@ -143,9 +148,9 @@ def upgrade_json_catalog(root: LocalRoot, catalog: Catalog) -> int:
             meta = SpillMeta.model_validate_json(raw)
             with root.session_dir(meta.session) as dir_fd:
                 if dir_fd < 0:
-                    raise _Skip("its session directory is gone")
+                    raise _skip("its session directory is gone")
                 spills.append((meta, bytes(index), _data_identity(dir_fd, meta)))
-        except (_Skip, ValidationError, OSError) as why:
+        except (ValidationError, OSError) as why:
             logger.warning("a spill of the old catalog not migrated: %s", why)
     tombstones = []
     if catalog.has_table("tombstones"):

@@ -416,3 +416,53 @@ def test_file_deleted_by_someone_else_is_success(local_store: LocalStore) -> Non
     assert local_store.delete(meta.spill_id) is True
     with pytest.raises(SpillExpired):
         local_store.stat(meta.spill_id)
+
+
+# --------------------------------------------------------------------------- shared bytes
+
+
+def test_identical_bytes_are_stored_once(local_store: LocalStore) -> None:
+    """The same output spilled twice (other call, other session) is one data file with two
+    names; each spill keeps its own id and metadata, and deleting one keeps the other."""
+    data = b"".join(b"same line %d\n" % n for n in range(5000))
+    first = local_store.put(data, **KW)
+    second = local_store.put(data, **{**KW, "session": "s2", "tool_call_id": "other"})
+    assert first.spill_id != second.spill_id and second.tool_call_id == "other"
+    assert first.path is not None and second.path is not None
+    assert os.stat(first.path).st_ino == os.stat(second.path).st_ino
+    assert os.stat(first.path).st_nlink == 2
+    assert local_store.delete(first.spill_id)
+    assert local_store.read_bytes(second.spill_id, 0, len(data)) == data
+    assert os.stat(second.path).st_nlink == 1
+    assert local_store.read_lines(second.spill_id, 5000, 1).data == b"same line 4999\n"
+
+
+def test_gc_counts_shared_bytes_once(local_store: LocalStore, clock: FakeClock) -> None:
+    """max_total_bytes sees shared bytes once, and a removal frees bytes only when it
+    removes their last holder."""
+    data = b"x" * 1000
+    a = local_store.put(data, **{**KW, "tool_call_id": "a"})
+    clock.advance(1)
+    b = local_store.put(data, **{**KW, "tool_call_id": "b"})
+    clock.advance(1)
+    c = local_store.put(b"y" * 1000, **{**KW, "tool_call_id": "c"})
+    clock.advance(10)
+    assert local_store.gc(max_total_bytes=2000, grace=0).entries == ()
+    report = local_store.gc(max_total_bytes=1500, grace=0)
+    assert [(e.spill_id, e.bytes) for e in report.entries] == [(a.spill_id, 0), (b.spill_id, 1000)]
+    assert report.bytes_freed == 1000
+    assert local_store.read_bytes(c.spill_id, 0, 3) == b"yyy"
+
+
+def test_a_shared_data_file_swapped_is_not_shared(local_store: LocalStore, tmp_path: Path) -> None:
+    """A spill whose data file was replaced is never linked to: a new spill of the same
+    bytes gets its own file."""
+    data = b"shared\n" * 100
+    first = local_store.put(data, **KW)
+    assert first.path is not None
+    os.replace(first.path, tmp_path / "kept")  # still alive: its inode is not reused
+    Path(first.path).write_bytes(data)  # same bytes, another file: not the recorded one
+    second = local_store.put(data, **{**KW, "tool_call_id": "2"})
+    assert second.path is not None
+    assert os.stat(second.path).st_ino != os.stat(first.path).st_ino
+    assert local_store.read_bytes(second.spill_id, 0, 7) == b"shared\n"
