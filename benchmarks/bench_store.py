@@ -432,6 +432,14 @@ def main_v2() -> None:
         say(f"list of {count:,} spills (written through put in {r['write_s']:.1f} s), from a "
             f"fresh store object, 7 rounds: wall median {fmt(r['wall_median'])} (min "
             f"{fmt(r['wall_min'])}), CPU median {fmt(r['cpu_median'])}")  # fmt: skip
+    elif "--write" in sys.argv:
+        say("write through LocalStore.put (retention off) vs the sequential floor, median of 5")
+        say("| input | floor | floor + fsync | put | put / floor | put / (floor + fsync) |")
+        say("|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory(dir=base) as tmp:
+            for case, floor, floor_sync, put in bench_write(MB100, Path(tmp), 5):
+                say(f"| {case} | {fmt(floor)} | {fmt(floor_sync)} | {fmt(put)} "
+                    f"| {put / floor:.2f}x | {put / floor_sync:.2f}x |")  # fmt: skip
     elif "--read" in sys.argv:
         with tempfile.TemporaryDirectory(dir=base) as tmp:
             result = bench_read(GIB, Path(tmp), 200)
@@ -477,7 +485,7 @@ def _record(
 
 
 if __name__ == "__main__":
-    if "--v2" in sys.argv:
+    if {"--v2", "--list", "--read", "--write"} & set(sys.argv):
         main_v2()
     else:
         main()

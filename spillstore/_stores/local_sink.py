@@ -149,10 +149,6 @@ class LocalSink(Sink):
         spill_id = meta.spill_id
         try:
             with map_os_errors(f"cannot store spill {spill_id}"):
-                existing = self._catalog.get(spill_id)
-                if existing is not None and existing.sha256 == meta.sha256:
-                    self.discard()  # the same spill, stored before: ids derive from content
-                    return existing
                 if self._identity is not None:
                     meta = meta.model_copy(update={"adopted_inode": self._adopted()})
                 identity = self._link_shared(meta) if self._identity is None else None
