@@ -194,13 +194,7 @@ class LocalSink(Sink):
         """
         final = f"{spill_id}.out"
         try:
-            os.link(
-                self._data_temp,
-                final,
-                src_dir_fd=self._dir_fd,
-                dst_dir_fd=self._dir_fd,
-                follow_symlinks=False,
-            )
+            self._link_here(self._data_temp, final)
         except FileExistsError:
             fd = os.open(final, READ_FLAGS, dir_fd=self._dir_fd)
             try:
@@ -209,13 +203,7 @@ class LocalSink(Sink):
                     return None
                 spare = temp_name("out")  # a second name of our locked file, renamed over
                 self._temps.append(spare)
-                os.link(
-                    self._data_temp,
-                    spare,
-                    src_dir_fd=self._dir_fd,
-                    dst_dir_fd=self._dir_fd,
-                    follow_symlinks=False,
-                )
+                self._link_here(self._data_temp, spare)
                 os.replace(spare, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
                 self._temps.remove(spare)
             finally:
@@ -223,6 +211,10 @@ class LocalSink(Sink):
         self._created.append(final)
         st = os.fstat(self._fd)
         return (st.st_dev, st.st_ino)
+
+    def _link_here(self, name: str, new: str) -> None:
+        """Hard-link ``name`` as ``new`` in the session directory (never through a symlink)."""
+        os.link(name, new, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd, follow_symlinks=False)
 
     def _link_shared(self, meta: SpillMeta) -> Identity | None:
         """Hard-link the data file of a spill holding the same bytes as ``<id>.out``;
@@ -234,39 +226,42 @@ class LocalSink(Sink):
         """
         final = f"{meta.spill_id}.out"
         for other, identity in self._catalog.same_content(meta):
-            with self._root.session_dir(other.session) as src_dir:
-                if src_dir < 0:
-                    continue
-                try:
-                    fd = os.open(f"{other.spill_id}.out", READ_FLAGS, dir_fd=src_dir)
-                except OSError:
-                    continue
-                st = os.fstat(fd)
-                if (st.st_dev, st.st_ino) != identity or st.st_size != meta.stored_bytes:
-                    os.close(fd)
-                    continue
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    os.link(
-                        f"{other.spill_id}.out",
-                        final,
-                        src_dir_fd=src_dir,
-                        dst_dir_fd=self._dir_fd,
-                        follow_symlinks=False,
-                    )
-                except (FileNotFoundError, FileExistsError):
-                    os.close(fd)
-                    continue
-                self._created.append(final)
-                now = os.stat(final, dir_fd=self._dir_fd, follow_symlinks=False)
-                if (now.st_dev, now.st_ino) != identity:  # the source name was swapped
-                    unlink_quiet(final, self._dir_fd)
-                    self._created.remove(final)
-                    os.close(fd)
-                    continue
-            self._shared_fd = fd
-            return identity
+            try:
+                with self._root.session_dir(other.session) as src_dir:
+                    fd = -1 if src_dir < 0 else self._share(other, identity, src_dir, final)
+            except StoreError:  # its session directory is not usable: write our own
+                continue
+            if fd >= 0:
+                self._shared_fd = fd
+                return identity
         return None
+
+    def _share(self, other: SpillMeta, identity: Identity, src_dir: int, final: str) -> int:
+        """Link ``other``'s data file as ``final`` if it is still the recorded file; return
+        its descriptor, locked (or -1: not linked)."""
+        try:
+            fd = os.open(f"{other.spill_id}.out", READ_FLAGS, dir_fd=src_dir)
+        except OSError:
+            return -1
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != identity or st.st_size != other.stored_bytes:
+            os.close(fd)
+            return -1
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            os.link(f"{other.spill_id}.out", final, src_dir_fd=src_dir,
+                    dst_dir_fd=self._dir_fd, follow_symlinks=False)  # fmt: skip
+        except (FileNotFoundError, FileExistsError):
+            os.close(fd)
+            return -1
+        self._created.append(final)
+        now = os.stat(final, dir_fd=self._dir_fd, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) != identity:  # the source name was swapped meanwhile
+            unlink_quiet(final, self._dir_fd)
+            self._created.remove(final)
+            os.close(fd)
+            return -1
+        return fd
 
     def _close(self) -> None:
         if self._shared_fd >= 0:

@@ -466,3 +466,22 @@ def test_a_shared_data_file_swapped_is_not_shared(local_store: LocalStore, tmp_p
     assert second.path is not None
     assert os.stat(second.path).st_ino != os.stat(first.path).st_ino
     assert local_store.read_bytes(second.spill_id, 0, 7) == b"shared\n"
+
+
+def test_identical_bytes_beside_a_bad_session_directory_are_written_anew(
+    local_store: LocalStore,
+) -> None:
+    """A spill holding the same bytes in a session directory others may write to is not
+    shared: the new spill is saved in its own file, and the bad directory is untouched."""
+    data = b"same\n" * 50
+    first = local_store.put(data, **KW)
+    session = Path(local_store.root) / "s1"
+    session.chmod(0o777)
+    try:
+        second = local_store.put(data, **{**KW, "session": "s2"})
+        assert second.path is not None and first.path is not None
+        assert os.stat(second.path).st_nlink == 1
+        assert local_store.read_bytes(second.spill_id, 0, 5) == b"same\n"
+        assert stat.S_IMODE(session.stat().st_mode) == 0o777
+    finally:
+        session.chmod(0o700)
