@@ -204,21 +204,21 @@ def _fork(target: Callable[[], None]) -> int:
     return pid
 
 
-def _run_writer_until(
-    root: Path, kill_at: int | None, store_class: type[LocalStore] = LocalStore
-) -> tuple[int, bool]:
-    """Run a writer child; kill it at handshake point ``kill_at``. Return (points, killed)."""
+def run_until(prepare: Callable[[], Callable[[], object]], kill_at: int | None) -> tuple[int, bool]:
+    """Run a child: ``prepare()`` unhooked, then the step it returns with every system
+    call of the local store's modules hooked; kill it at handshake point ``kill_at``.
+    Return (points, killed)."""
     point_r, point_w = os.pipe()
     go_r, go_w = os.pipe()
 
     def child() -> None:
         os.close(point_r)
         os.close(go_w)
-        store = store_class(root)
+        step = prepare()
         handshake = _Handshake(point_w, go_r)
         for module in LOCAL_MODULES:
             module.os = handshake  # type: ignore[assignment]
-        store.put(KILL_CHUNKS, **KW)
+        step()
         os.write(point_w, b"E")
 
     pid = _fork(child)
@@ -226,10 +226,7 @@ def _run_writer_until(
     os.close(go_r)
     points, killed = 0, False
     try:
-        while True:
-            signal_byte = os.read(point_r, 1)
-            if signal_byte != b"p":
-                break
+        while os.read(point_r, 1) == b"p":
             if kill_at is not None and points == kill_at:
                 os.kill(pid, signal.SIGKILL)
                 killed = True
@@ -243,6 +240,18 @@ def _run_writer_until(
     if not killed:
         assert os.waitstatus_to_exitcode(status) == 0
     return points, killed
+
+
+def _run_writer_until(
+    root: Path, kill_at: int | None, store_class: type[LocalStore] = LocalStore
+) -> tuple[int, bool]:
+    """Run a writer child; kill it at handshake point ``kill_at``. Return (points, killed)."""
+
+    def prepare() -> Callable[[], object]:
+        store = store_class(root)
+        return lambda: store.put(KILL_CHUNKS, **KW)
+
+    return run_until(prepare, kill_at)
 
 
 @STORE_CLASSES

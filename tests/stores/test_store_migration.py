@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import sqlite3
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from spillstore._errors import SpillExpired
 from spillstore._stores.local import LocalStore
 from spillstore._stores.meta import SpillMeta
 from tests.stores.files_layout import write_files_layout, write_tombstone
-from tests.stores.test_store_faults import LOCAL_MODULES, _fork, _Handshake
+from tests.stores.test_store_faults import run_until
 
 DATA = [b"".join(b"%s line %d\n" % (tag, n) for n in range(3000)) for tag in (b"a", b"b", b"c")]
 GONE = "bash-" + "f" * 20
@@ -64,37 +63,7 @@ def test_files_layout_is_migrated_in_place(tmp_path: Path) -> None:
 
 def _migrate_until(root: Path, kill_at: int | None) -> tuple[int, bool]:
     """Open ``root`` in a child (migrating it); kill it at handshake point ``kill_at``."""
-    point_r, point_w = os.pipe()
-    go_r, go_w = os.pipe()
-
-    def child() -> None:
-        os.close(point_r)
-        os.close(go_w)
-        handshake = _Handshake(point_w, go_r)
-        for module in LOCAL_MODULES:
-            module.os = handshake  # type: ignore[assignment]
-        LocalStore(root)
-        os.write(point_w, b"E")
-
-    pid = _fork(child)
-    os.close(point_w)
-    os.close(go_r)
-    points, killed = 0, False
-    try:
-        while os.read(point_r, 1) == b"p":
-            if kill_at is not None and points == kill_at:
-                os.kill(pid, signal.SIGKILL)
-                killed = True
-                break
-            points += 1
-            os.write(go_w, b"g")
-    finally:
-        os.close(point_r)
-        os.close(go_w)
-        _, status = os.waitpid(pid, 0)
-    if not killed:
-        assert os.waitstatus_to_exitcode(status) == 0
-    return points, killed
+    return run_until(lambda: lambda: LocalStore(root), kill_at)
 
 
 def test_kill_9_at_every_step_of_the_migration_leaves_a_readable_store(tmp_path: Path) -> None:
