@@ -224,7 +224,8 @@ class Catalog:
         match for all of them; a bad row raises :class:`StoreError`."""
         base, sep, fields_set, version = self._base, os.sep, _FIELDS_SET, META_FORMAT_VERSION
         new, set_, loads = _new_meta, _set, json.loads
-        metas = []
+        metas: builtins.list[SpillMeta] = []
+        append = metas.append
         for (sid, session, tool, call, total, lines, h0, h1, t0, t1, sha, created, suffix,
              notes, invalid, adopted) in rows:  # fmt: skip
             meta = new(SpillMeta)
@@ -235,14 +236,14 @@ class Catalog:
                 else ((h0, h1), (t0, t1)),
                 "sha256": sha, "created_at": created, "suffix": suffix,
                 "media_notes": tuple(loads(notes)) if notes else (),
-                "invalid_utf8": bool(invalid), "path": f"{base}{session}{sep}{sid}.out",
+                "invalid_utf8": invalid == 1, "path": base + session + sep + sid + ".out",
                 "adopted_inode": tuple(loads(adopted)) if adopted else None,
                 "format_version": version,
             })  # fmt: skip
             set_(meta, "__pydantic_fields_set__", fields_set)
             set_(meta, "__pydantic_extra__", None)
             set_(meta, "__pydantic_private__", None)
-            metas.append(meta)
+            append(meta)
         ids = "\n".join(row[0] for row in rows)
         if not (_IDS_RE.fullmatch(ids) and all(map(is_session, {row[1] for row in rows}))):
             bad = next(r[0] for r in rows if not (is_spill_id(r[0]) and is_session(r[1])))
