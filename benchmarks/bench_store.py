@@ -325,128 +325,146 @@ def _write_floor(
     return statistics.median(times)
 
 
-def bench_v2(count: int, directory: Path, rounds: int) -> dict[str, dict[str, float]]:
-    """Issue 14's targets for the files layout and the catalog, side by side."""
-    from spillstore import SpillTools
-    from spillstore._stores.catalog_store import CatalogStore
+def _fresh_lists(root: Path, rounds: int, session: str = "s") -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``list(session)``, each from a fresh store object."""
+    walls, cpus = [], []
+    for _ in range(rounds):
+        fresh = LocalStore(root)
+        wall, cpu = time.perf_counter(), time.process_time()
+        listed = fresh.list(session)
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+        assert listed
+    return walls, cpus
 
-    results: dict[str, dict[str, float]] = {}
+
+def bench_v2(count: int, directory: Path, rounds: int) -> dict[str, float]:
+    """Issue 14's targets for the local store (the catalog), against their floors."""
+    from spillstore import SpillTools
+
     kw = {"session": "s", "tool_name": "bash"}
-    for name, cls in (("files (LocalStore)", LocalStore), ("catalog (CatalogStore)", CatalogStore)):
-        root = directory / name.split()[0]
-        store = cls(root)
-        before = _files_under(root)
-        put_times = []
-        floor_times = []  # interleaved with the puts, so both see the same machine load
-        floors = directory / f"floors-{name.split()[0]}"
-        floors.mkdir()
-        for n in range(count):
-            data = _small_output(n)
-            start = time.perf_counter()
-            store.put(data, tool_call_id=str(n), **kw)
-            put_times.append(time.perf_counter() - start)
-            if n % 10 == 0:
-                floor_times.append(_write_floor(floors, data, 1, catalog=False, tag=str(n)))
-        after = _files_under(root)
-        fresh = cls(root)
-        list_times = []
-        for _ in range(rounds + 1):
-            start = time.perf_counter()
-            listed = fresh.list("s")
-            list_times.append(time.perf_counter() - start)
-        list_cold = list_times.pop(0)  # a fresh store object parses every record once
-        assert len(listed) == count
-        tools = SpillTools(cls(root), session="s")
-        grep_times = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            found = tools.grep(V2_PATTERN, output_mode="count", literal=True)
-            grep_times.append(time.perf_counter() - start)
-        grep_rn = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            subprocess.run(
-                ["grep", "-rn", "--include=*.out", V2_PATTERN, str(root / "s")],
-                stdout=subprocess.DEVNULL,
-                check=False,
-            )
-            grep_rn.append(time.perf_counter() - start)
-        shutil.rmtree(floors)
-        results[name] = {
-            "put_median": statistics.median(put_times),
-            "floor_median": statistics.median(floor_times),
-            "files_per_spill": (after - before) / count,
-            "list_cold": list_cold,
-            "list_median": statistics.median(list_times),
-            "grep_median": statistics.median(grep_times),
-            "grep_rn_median": statistics.median(grep_rn),
-            "grep_hits": float(str(found).count(V2_PATTERN)),
-        }
+    root = directory / "store"
+    store = LocalStore(root)
+    before = _files_under(root)
+    put_times = []
+    floor_times = []  # interleaved with the puts, so both see the same machine load
     floors = directory / "floors"
     floors.mkdir()
+    for n in range(count):
+        data = _small_output(n)
+        start = time.perf_counter()
+        store.put(data, tool_call_id=str(n), **kw)
+        put_times.append(time.perf_counter() - start)
+        if n % 10 == 0:
+            floor_times.append(_write_floor(floors, data, 1, catalog=False, tag=str(n)))
+    after = _files_under(root)
+    walls, cpus = _fresh_lists(root, rounds)
+    tools = SpillTools(LocalStore(root), session="s")
+    grep_times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        found = tools.grep(V2_PATTERN, output_mode="count", literal=True)
+        grep_times.append(time.perf_counter() - start)
+    grep_rn = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run(
+            ["grep", "-rn", "--include=*.out", V2_PATTERN, str(root / "s")],
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+        grep_rn.append(time.perf_counter() - start)
+    shutil.rmtree(floors)
+    floors.mkdir()
     data = _small_output(1)
-    results["floor"] = {
+    result = {
+        "put_median": statistics.median(put_times),
+        "floor_median": statistics.median(floor_times),
+        "files_before": float(before),
+        "files_after": float(after),
+        "files_per_spill": (after - before) / count,
+        "list_wall_median": statistics.median(walls),
+        "list_wall_min": min(walls),
+        "list_cpu_median": statistics.median(cpus),
+        "grep_median": statistics.median(grep_times),
+        "grep_rn_median": statistics.median(grep_rn),
+        "grep_hits": float(str(found).count(V2_PATTERN)),
         "write_fsync": _write_floor(floors, data, 200, catalog=False),
         "write_fsync_sqlite": _write_floor(floors, data, 200, catalog=True),
     }
-    return results
+    shutil.rmtree(floors)
+    return result
+
+
+def bench_list(count: int, directory: Path, rounds: int) -> dict[str, float]:
+    """``list`` of ``count`` spills written through ``put`` (small bodies), fresh objects."""
+    root = directory / f"list{count}"
+    store = LocalStore(root)
+    start = time.perf_counter()
+    for n in range(count):
+        store.put(b"line %d\n" % n, session="s", tool_name="bash", tool_call_id=str(n))
+    written = time.perf_counter() - start
+    walls, cpus = _fresh_lists(root, rounds)
+    shutil.rmtree(root)
+    return {
+        "write_s": written,
+        "wall_median": statistics.median(walls),
+        "wall_min": min(walls),
+        "cpu_median": statistics.median(cpus),
+    }
 
 
 def main_v2() -> None:
-    """``--v2 [N]``: issue 14's targets (default N = 10,000 spills)."""
+    """``--v2 [N]``: issue 14's targets (default N = 10,000 spills); ``--list N``: only
+    ``list`` of N spills; ``--read``: the 1 GiB read. Never records: copy the figures."""
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     count = int(args[0]) if args else 10_000
-    record = "--no-record" not in sys.argv
-    lines: list[str] = []
+    base = os.environ.get("BENCH_DIR")
 
     def say(text: str = "") -> None:
         print(text, flush=True)
-        lines.append(text)
 
-    say(f"machine: {machine()}; CPU {_cpu_model()}")
-    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
-        results = bench_v2(count, Path(tmp), 5)
-    floor = results.pop("floor")
-    say()
-    say(f"{count:,} spills of ~17 KB in one session, written through `put`, then read back")
-    say("by a fresh store object: list once (every record parsed), then the median of 5")
-    say("more (records parsed before are kept while their bytes stay the same); the median of")
-    say("5 session-wide greps (SpillTools.grep, count mode, a literal in 1 spill in 500)")
-    say("against `grep -rn --include=*.out` over the same data files.")
-    say()
-    say("| layout | files per spill | put 17 KB | put / (write+fsync) | list, first "
-        "| list, again | session grep | grep -rn | grep ratio |")  # fmt: skip
-    say("|---|---|---|---|---|---|---|---|---|")
-    for name, r in results.items():
+    say(f"machine: {machine()}; CPU {_cpu_model()}; BENCH_DIR {base or tempfile.gettempdir()}")
+    say(f"uptime before: {os.getloadavg()}")
+    if "--list" in sys.argv:
+        with tempfile.TemporaryDirectory(dir=base) as tmp:
+            r = bench_list(count, Path(tmp), 7)
+        say(f"list of {count:,} spills (written through put in {r['write_s']:.1f} s), from a "
+            f"fresh store object, 7 rounds: wall median {fmt(r['wall_median'])} (min "
+            f"{fmt(r['wall_min'])}), CPU median {fmt(r['cpu_median'])}")  # fmt: skip
+    elif "--write" in sys.argv:
+        say("write through LocalStore.put (retention off) vs the sequential floor, median of 5")
+        say("| input | floor | floor + fsync | put | put / floor | put / (floor + fsync) |")
+        say("|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory(dir=base) as tmp:
+            for case, floor, floor_sync, put in bench_write(MB100, Path(tmp), 5):
+                say(f"| {case} | {fmt(floor)} | {fmt(floor_sync)} | {fmt(put)} "
+                    f"| {put / floor:.2f}x | {put / floor_sync:.2f}x |")  # fmt: skip
+    elif "--read" in sys.argv:
+        with tempfile.TemporaryDirectory(dir=base) as tmp:
+            result = bench_read(GIB, Path(tmp), 200)
+        say("read: 2,000 lines at line 5,000,001 of a 1 GiB spill, median of 200 reads: "
+            f"{fmt(result['median_s'])}; first call (index loaded) {fmt(result['cold_s'])}; "
+            f"scan from the start {fmt(result['scan_s'])}")  # fmt: skip
+    else:
+        with tempfile.TemporaryDirectory(dir=base) as tmp:
+            r = bench_v2(count, Path(tmp), 5)
+        say(f"{count:,} spills of ~17 KB in one session, written through `put`")
+        say("| files per spill | put 17 KB | write+fsync (interleaved) | put / (write+fsync) "
+            "| list (fresh object), wall median / min | list CPU | session grep | grep -rn "
+            "| grep ratio |")  # fmt: skip
+        say("|---|---|---|---|---|---|---|---|---|")
         say(
-            f"| {name} | {r['files_per_spill']:.2f} | {fmt(r['put_median'])} "
-            f"| {r['put_median'] / r['floor_median']:.1f}x | {fmt(r['list_cold'])} "
-            f"| {fmt(r['list_median'])} "
-            f"| {fmt(r['grep_median'])} | {fmt(r['grep_rn_median'])} "
-            f"| {r['grep_median'] / r['grep_rn_median']:.1f}x |"
+            f"| {r['files_per_spill']:.2f} ({int(r['files_before'])} -> "
+            f"{int(r['files_after'])}) | {fmt(r['put_median'])} | {fmt(r['floor_median'])} "
+            f"| {r['put_median'] / r['floor_median']:.2f}x "
+            f"| {fmt(r['list_wall_median'])} / {fmt(r['list_wall_min'])} "
+            f"| {fmt(r['list_cpu_median'])} | {fmt(r['grep_median'])} "
+            f"| {fmt(r['grep_rn_median'])} | {r['grep_median'] / r['grep_rn_median']:.1f}x |"
         )
-    say()
-    say(
-        "put / (write+fsync): against one write + fsync of the same 17 KB to a new file, "
-        "timed between the puts (every 10th); "
-        f"measured after them: write + fsync {fmt(floor['write_fsync'])}, the same plus "
-        f"one SQLite WAL commit (synchronous=FULL) {fmt(floor['write_fsync_sqlite'])}."
-    )
-    if "--read" in sys.argv:
-        from spillstore._stores.catalog_store import CatalogStore
-
-        say()
-        say("read: 2,000 lines at line 5,000,001 of a 1 GiB spill, median of 200 reads")
-        say("(index cached; each read still stats the spill: a sidecar read, or a row)")
-        say("| layout | median | first call (index loaded) |")
-        say("|---|---|---|")
-        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
-            for cls in (LocalStore, CatalogStore):
-                result = bench_read(GIB, Path(tmp), 200, cls)
-                say(f"| {cls.__name__} | {fmt(result['median_s'])} | {fmt(result['cold_s'])} |")
-    if record:
-        how = f"bench_store.py --v2 {count}" + (" --read" if "--read" in sys.argv else "")
-        _record(lines, "## Store v2 (issue 14)", how)
+        say(f"after the puts: write + fsync {fmt(r['write_fsync'])}, the same plus one SQLite "
+            f"WAL commit (synchronous=FULL) {fmt(r['write_fsync_sqlite'])}")  # fmt: skip
+    say(f"uptime after: {os.getloadavg()}")
 
 
 def _record(
@@ -467,7 +485,7 @@ def _record(
 
 
 if __name__ == "__main__":
-    if "--v2" in sys.argv:
+    if {"--v2", "--list", "--read", "--write"} & set(sys.argv):
         main_v2()
     else:
         main()

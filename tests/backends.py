@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from spillstore._stores.base import Store
-from spillstore._stores.catalog_store import CatalogStore
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
 
@@ -42,10 +41,6 @@ def _local(tmp_path: Path, **kwargs: object) -> Store:
     return LocalStore(tmp_path / "spills", **kwargs)  # type: ignore[arg-type]
 
 
-def _catalog(tmp_path: Path, **kwargs: object) -> Store:
-    return CatalogStore(tmp_path / "spills", **kwargs)  # type: ignore[arg-type]
-
-
 def _s3(tmp_path: Path, **kwargs: object) -> Store:
     from tests.stores.s3_server import make_s3_store
 
@@ -55,6 +50,5 @@ def _s3(tmp_path: Path, **kwargs: object) -> Store:
 BACKENDS: dict[str, Callable[..., Store]] = {
     "memory": _memory,
     "local": _local,
-    "catalog": _catalog,
     "s3": _s3,
 }

@@ -7,7 +7,7 @@ property-tested without touching a disk, and every backend applies the same one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +20,7 @@ __all__ = [
     "GcEntry",
     "GcReason",
     "GcReport",
+    "freed_bytes",
     "plan_gc",
     "validate_gc_limits",
 ]
@@ -46,6 +47,9 @@ class GcCandidate(BaseModel):
         session: its session.
         created_at: epoch seconds.
         stored_bytes: bytes it holds in the store.
+        data_key: names the data it holds when spills may share it (identical bytes
+            stored once): candidates with the same key count their bytes once. None: its
+            own.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,6 +58,7 @@ class GcCandidate(BaseModel):
     session: str
     created_at: float
     stored_bytes: int
+    data_key: str | None = None
 
 
 class GcEntry(BaseModel):
@@ -165,8 +170,11 @@ def plan_gc(
         if limit is None:
             continue
         remaining = [c for c in ordered if c.spill_id not in chosen]
+        holders = _holders(remaining)
         measure = (
-            sum(c.stored_bytes for c in remaining) if reason == "total_bytes" else len(remaining)
+            sum(c.stored_bytes for c in _distinct(remaining))
+            if reason == "total_bytes"
+            else len(remaining)
         )
         for c in removable:
             if measure <= limit:
@@ -174,5 +182,44 @@ def plan_gc(
             if c.spill_id in chosen:
                 continue
             chosen[c.spill_id] = reason
-            measure -= c.stored_bytes if reason == "total_bytes" else 1
+            key = _key(c)
+            holders[key] -= 1
+            if reason == "max_files":
+                measure -= 1
+            elif holders[key] == 0:  # the last spill holding these bytes: they go
+                measure -= c.stored_bytes
     return [(c, chosen[c.spill_id]) for c in ordered if c.spill_id in chosen]
+
+
+def _key(c: GcCandidate) -> str:
+    return c.data_key if c.data_key is not None else "\x00" + c.spill_id
+
+
+def _holders(candidates: Iterable[GcCandidate]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for c in candidates:
+        counts[_key(c)] = counts.get(_key(c), 0) + 1
+    return counts
+
+
+def _distinct(candidates: Iterable[GcCandidate]) -> list[GcCandidate]:
+    return list({_key(c): c for c in candidates}.values())
+
+
+def freed_bytes(removed: Sequence[GcCandidate], shared: Mapping[str, str]) -> dict[str, int]:
+    """The bytes each of ``removed`` frees, in order: its stored bytes if no other spill
+    of the store still holds its data, else 0 (shared bytes are counted once, freed with
+    their last holder). ``shared`` maps every spill of the store that may share its data
+    to its data key; a candidate without a key holds its own."""
+    holders: dict[str, int] = {}
+    for value in shared.values():
+        holders[value] = holders.get(value, 0) + 1
+    freed: dict[str, int] = {}
+    for c in removed:
+        key = c.data_key
+        if key is None:
+            freed[c.spill_id] = c.stored_bytes
+            continue
+        holders[key] = holders.get(key, 1) - 1
+        freed[c.spill_id] = c.stored_bytes if holders[key] <= 0 else 0
+    return freed

@@ -17,6 +17,7 @@ from spillstore._errors import ConfigError, InvalidSpillId
 
 __all__ = [
     "ID_DIGEST_HEX",
+    "SPILL_ID_PATTERN",
     "STEM_MAX_CHARS",
     "is_session",
     "is_spill_id",
@@ -32,7 +33,9 @@ STEM_MAX_CHARS = 32
 ID_DIGEST_HEX = 20
 """Hex digits of the content-derived part of a spill id (80 bits)."""
 
-_SPILL_ID_RE = re.compile(rf"[a-z0-9_]{{1,{STEM_MAX_CHARS}}}-[0-9a-f]{{{ID_DIGEST_HEX}}}")
+SPILL_ID_PATTERN = rf"[a-z0-9_]{{1,{STEM_MAX_CHARS}}}-[0-9a-f]{{{ID_DIGEST_HEX}}}"
+"""The regular expression of a spill id (stores check many ids in one match)."""
+_SPILL_ID_RE = re.compile(SPILL_ID_PATTERN)
 _SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _STEM_DROP = re.compile(r"[^a-z0-9_]+")
 _STEM_RUNS = re.compile(r"_{2,}")

@@ -12,7 +12,8 @@ Shared by every backend (each layer a subclass of the one before)::
 The backends::
 
     memory                           MemoryStore
-    local, local_files, local_sink   LocalStore
+    local, local_catalog, local_files, local_sink, local_gc, local_marks,
+    local_check, local_migrate       LocalStore (one data file per spill + a SQLite catalog)
     s3_store, s3_io, s3_bucket       S3Store (public path: spillstore.s3)
 
 The pure decisions they rely on (ids, the retention cut and line index, paging, the gc

@@ -25,7 +25,7 @@ import mmap
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import ClassVar, Final
 
 from spillstore._core.cache import BoundedCache
 from spillstore._core.gc_plan import GcEntry
@@ -146,6 +146,9 @@ class Backend(abc.ABC):
         )
         self._local_cleaner = threading.Lock()
 
+    _LISTED_IN_ORDER: ClassVar[bool] = False
+    """Whether ``_list`` already returns spills oldest first (by ``created_at``, then id)."""
+
     # ----------------------------------------------------------------- primitives
 
     @abc.abstractmethod
@@ -202,6 +205,11 @@ class Backend(abc.ABC):
         the leftover (only removed ones are reported).
         """
         return []
+
+    def _data_keys(self) -> dict[str, str]:
+        """Spills that share their stored data with others, by id: the key of the data
+        (``gc`` counts shared bytes once). Default: none share."""
+        return {}
 
     def _after_gc(self, *, now: float) -> None:  # noqa: B027 - optional hook
         """Housekeeping after a real (not dry-run) ``gc``: prune old tombstones, etc."""

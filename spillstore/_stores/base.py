@@ -260,7 +260,10 @@ class Store(CleanupOps):
         """Return the spills of ``session`` (or of every session), oldest first."""
         if session is not None:
             validate_session(session)
-        return sorted(self._list(session), key=lambda m: (m.created_at, m.spill_id))
+        metas = self._list(session)
+        if self._LISTED_IN_ORDER:
+            return metas
+        return sorted(metas, key=lambda m: (m.created_at, m.spill_id))
 
     alist = method_twin(list)
 

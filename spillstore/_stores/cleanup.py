@@ -18,6 +18,7 @@ from spillstore._core.gc_plan import (
     GcEntry,
     GcReason,
     GcReport,
+    freed_bytes,
     plan_gc,
     validate_gc_limits,
 )
@@ -65,9 +66,13 @@ class CleanupOps(Backend):
         now = self._clock()
         entries: builtins.list[GcEntry] = []
         with self._cleaner_lock():
-            for meta in self._list(session):
+            metas = self._list(session)
+            shared = self._data_keys()
+            removed = [_candidate(m, shared) for m in metas]
+            freed = freed_bytes(removed, shared)
+            for meta in metas:
                 self._remove(meta, reason="session", now=now)
-                entries.append(_entry(meta, "session"))
+                entries.append(_entry(meta, "session", freed[meta.spill_id]))
             for entry, remove in self._orphans(session, now=now, grace=grace):
                 if remove():
                     entries.append(entry)
@@ -111,27 +116,21 @@ class CleanupOps(Backend):
         entries: builtins.list[GcEntry] = []
         with self._cleaner_lock():
             metas = {m.spill_id: m for m in self._list(None)}
+            shared = self._data_keys()
             plan = plan_gc(
-                [
-                    GcCandidate(
-                        spill_id=m.spill_id,
-                        session=m.session,
-                        created_at=m.created_at,
-                        stored_bytes=m.stored_bytes,
-                    )
-                    for m in metas.values()
-                ],
+                [_candidate(m, shared) for m in metas.values()],
                 now=now,
                 max_age=max_age,
                 max_total_bytes=max_total_bytes,
                 max_files=max_files,
                 grace=grace,
             )
+            freed = freed_bytes([candidate for candidate, _ in plan], shared)
             for candidate, reason in plan:
                 meta = metas[candidate.spill_id]
                 if not dry_run:
                     self._remove(meta, reason=reason, now=now)
-                entries.append(_entry(meta, reason))
+                entries.append(_entry(meta, reason, freed[meta.spill_id]))
             for entry, remove in self._orphans(None, now=now, grace=grace):
                 if dry_run or remove():
                     entries.append(entry)
@@ -149,12 +148,22 @@ class CleanupOps(Backend):
     agc = method_twin(gc)
 
 
-def _entry(meta: SpillMeta, reason: GcReason) -> GcEntry:
+def _candidate(meta: SpillMeta, shared: dict[str, str]) -> GcCandidate:
+    return GcCandidate(
+        spill_id=meta.spill_id,
+        session=meta.session,
+        created_at=meta.created_at,
+        stored_bytes=meta.stored_bytes,
+        data_key=shared.get(meta.spill_id),
+    )
+
+
+def _entry(meta: SpillMeta, reason: GcReason, freed: int) -> GcEntry:
     return GcEntry(
         spill_id=meta.spill_id,
         session=meta.session,
         name=meta.spill_id,
-        bytes=meta.stored_bytes,
+        bytes=freed,
         reason=reason,
         created_at=meta.created_at,
     )

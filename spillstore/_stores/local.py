@@ -3,26 +3,31 @@
 Layout (every directory 0700, every file 0600)::
 
     <root>/                      argument, else $SPILLSTORE_DIR, else the user cache dir
+      .spillstore                the marker, format 2 (local_marks)
+      catalog.sqlite3[-wal|-shm] metadata, line indexes, tombstones (local_catalog)
       .gc.lock                   flock'ed by the one cleaner running
       <session>/
-        <spill_id>.out           the stored bytes (head, then retained tail)
-        <spill_id>.idx           the sparse line index (binary, see LineIndex.to_bytes)
-        <spill_id>.json          the metadata sidecar; its presence makes a spill visible
-        <spill_id>.gone          tombstone of a removed spill (reason and time)
-        .tmp-<16 hex>.<ext>      a file being written
+        .session                 the session directory is the store's
+        <spill_id>.out           the stored bytes (head, then retained tail): the only
+                                 file of a spill (hard-linked when the bytes are shared)
+        .tmp-<16 hex>.out        a data file being written
 
-A spill is written atomically, sidecar last (:mod:`~spillstore._stores.local_sink`): a
-reader that finds no sidecar sees no spill, and a data file without a sidecar is a
-crashed writer's leftover that ``gc`` removes after the grace period. Writers hold an
-``flock`` on their temp file until they finish, so ``gc`` never removes the files of a
-writer that is still alive, even a slow one.
+Commit order (:mod:`~spillstore._stores.local_sink`): the data file is written, fsynced
+and linked to its name, the directory fsynced, then the catalog row commits: that commit
+is the commit point, and a data file without a row is a crashed writer's leftover that
+``gc`` removes after the grace period (never while its writer holds its lock). ``gc``
+deletes the row (leaving a tombstone, in the same transaction), then the file.
 
 Files are opened without following links, relative to checked session directories
-(:mod:`~spillstore._stores.local_files`), and must be regular files. A data file must
-have one link (a second link could point at a file that is not ours), unless the spill
-was adopted without a copy: then its ``(st_dev, st_ino, st_size, st_mtime_ns)`` must
-still match the sidecar, so a tool that changes its log after handing it over is
-detected.
+(:mod:`~spillstore._stores.local_files`), and must be regular files. A data file must be
+the file its row recorded (``(st_dev, st_ino)``): a name swapped for a link to another
+file is refused. An adopted spill's ``(st_dev, st_ino, st_size, st_mtime_ns)`` must
+still match too, so a tool that changes its log after handing it over is detected.
+Reads keep a few data files open: a repeated read costs a ``PRAGMA data_version`` (the
+row is still current), an ``fstat`` (the file still has a name) and a ``dup``.
+
+A root of the files layout (0.1: a sidecar and an index file per spill) is migrated into
+the catalog when it is opened (:mod:`~spillstore._stores.local_migrate`).
 """
 
 from __future__ import annotations
@@ -34,30 +39,28 @@ import fcntl
 import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import ClassVar
+from typing import ClassVar, Final
 
 import platformdirs
 
 from spillstore._core.gc_plan import GcEntry
 from spillstore._core.ids import is_session, is_spill_id
 from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES
-from spillstore._errors import PathOutsideStore, StoreError
+from spillstore._errors import PathOutsideStore, SpillExpired, StoreError
 from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
-from spillstore._stores.local_check import CheckReport, audit
+from spillstore._stores.local_catalog import Catalog, Identity
+from spillstore._stores.local_check import CheckReport, audit, torn_rows
 from spillstore._stores.local_files import (
-    CREATE_FLAGS,
     LocalReader,
     LocalRoot,
     check_dir,
     make_dirs,
-    read_all,
-    temp_name,
     unlink_quiet,
-    write_all,
 )
 from spillstore._stores.local_gc import (
     in_use,
@@ -66,13 +69,26 @@ from spillstore._stores.local_gc import (
     remove_orphan,
     remove_session_dir,
 )
-from spillstore._stores.local_marks import STORE_FORMAT, mark_root, refuse_special_root
+from spillstore._stores.local_marks import (
+    CATALOG_FORMAT,
+    STORE_FORMAT,
+    mark_root,
+    refuse_special_root,
+    set_format,
+)
+from spillstore._stores.local_migrate import migrate_files_layout, upgrade_json_catalog
 from spillstore._stores.local_sink import LocalSink
-from spillstore._stores.meta import MAX_INDEX_BYTES, SpillMeta, tombstone_record
+from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink
 from spillstore._twins import method_twin
 
-__all__ = ["ENV_DIR", "LOCAL_RETENTION_BYTES", "TOMBSTONE_TTL_SECONDS", "LocalStore"]
+__all__ = [
+    "ENV_DIR",
+    "LOCAL_RETENTION_BYTES",
+    "READERS_KEPT",
+    "TOMBSTONE_TTL_SECONDS",
+    "LocalStore",
+]
 
 logger = logging.getLogger("spillstore")
 
@@ -86,6 +102,9 @@ the cap only bounds disk use; 10 MiB (the in-memory default) cut the middle of e
 
 TOMBSTONE_TTL_SECONDS = 7 * 24 * 3600.0
 """How long a removed spill's id is remembered (``gc`` prunes older tombstones)."""
+
+READERS_KEPT: Final = 16
+"""Data files a store keeps open for repeated reads (the most recently opened)."""
 
 
 class LocalStore(Store):
@@ -111,8 +130,7 @@ class LocalStore(Store):
         StoreError: the root cannot be created.
     """
 
-    _FORMAT: ClassVar[int] = STORE_FORMAT
-    """The on-disk format this class keeps (see :mod:`~spillstore._stores.local_marks`)."""
+    _LISTED_IN_ORDER: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -138,8 +156,22 @@ class LocalStore(Store):
             make_dirs(path)
             check_dir(os.lstat(path), path, "store root")
             self._root = LocalRoot(path)
-            mark_root(self._root, force=force_root, fmt=self._FORMAT)
+            found = mark_root(self._root, force=force_root)
+            self._catalog = Catalog(self._root)
         self._tombstone_ttl = tombstone_ttl
+        self._readers: dict[str, int] = {}
+        self._readers_pid = os.getpid()
+        self._readers_lock = threading.Lock()
+        if found == STORE_FORMAT or self._catalog.has_table("spills"):
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Move a root of the files layout (or an older catalog) into the catalog."""
+        with self._cleaner_lock(), map_os_errors(f"cannot migrate the store {self.root}"):
+            if mark_root(self._root, force=True) == STORE_FORMAT:
+                migrate_files_layout(self._root, self._catalog)
+            upgrade_json_catalog(self._root, self._catalog)
+            set_format(self._root, CATALOG_FORMAT)
 
     @property
     def root(self) -> str:
@@ -152,92 +184,109 @@ class LocalStore(Store):
     # ----------------------------------------------------------------- primitives
 
     def _create(self, session: str) -> Sink:
-        return LocalSink(self._root, session)
+        return LocalSink(self._root, session, self._catalog)
+
+    def _expired(self, spill_id: str) -> SpillExpired:
+        return expired_error(spill_id, *(self._catalog.tombstone(spill_id) or (None, None)))
 
     def _stat(self, spill_id: str) -> SpillMeta:
-        with map_os_errors(f"cannot read spill {spill_id}"):
-            session = self._root.session_of(spill_id)
-            if session is not None:
-                with self._root.session_dir(session) as dir_fd:
-                    if dir_fd >= 0:
-                        meta = self._root.load_meta(dir_fd, session, spill_id)
-                        if meta is not None:
-                            return meta
-                        tombstone = self._root.tombstone(dir_fd, spill_id)
-                        if tombstone is not None:
-                            raise expired_error(spill_id, *tombstone)
-                # It was here (we saw it), and now it is not.
-                raise expired_error(spill_id, None, None)
+        meta = self._catalog.get(spill_id)
+        if meta is not None:
+            return meta
+        if self._catalog.tombstone(spill_id) is not None:
+            raise self._expired(spill_id)
         raise not_found_error(spill_id)
 
     def _list(self, session: str | None) -> builtins.list[SpillMeta]:
-        metas: builtins.list[SpillMeta] = []
-        with map_os_errors("cannot list spills"):
-            for name, dir_fd, entries in self._root.scan(session):
-                ids = [
-                    entry.name[:-5]
-                    for entry in entries
-                    if entry.name.endswith(".json") and is_spill_id(entry.name[:-5])
-                ]
-                for spill_id in ids:
-                    try:
-                        meta = self._root.load_meta(dir_fd, name, spill_id)
-                    except StoreError as exc:  # one bad entry never hides the others
-                        logger.warning(
-                            "skipping spill %s (spillstore check lists it): %s",
-                            spill_id,
-                            exc.strerror or exc,
-                        )
-                        continue
-                    if meta is not None:
-                        self._root.remember_session(spill_id, name)
-                        metas.append(meta)
-        return metas
+        metas = self._catalog.list(session)
+        sessions = [session] if session is not None else sorted({m.session for m in metas})
+        bad = set()
+        for name in sessions:  # one check per session directory, not per spill
+            try:
+                with map_os_errors(f"cannot list session {name}"), self._root.session_dir(name):
+                    pass
+            except StoreError as exc:
+                if session is not None:
+                    raise
+                logger.warning("skipping session %s: %s", name, exc.strerror or exc)
+                bad.add(name)
+        return [m for m in metas if m.session not in bad] if bad else metas
 
     def _open(self, meta: SpillMeta) -> DataReader:
         with map_os_errors(f"cannot open spill {meta.spill_id}"):
-            fd = self._root.open_spill_file(meta, "out")
-            try:
-                _check_data(fd, meta)
-            except BaseException:
-                os.close(fd)
-                raise
+            fd = self._cached_reader(meta)
+            if fd < 0:
+                entry = self._catalog.entry(meta.spill_id)
+                opened = None if entry is None else self._root.open_data(meta)
+                if entry is None or opened is None:
+                    raise self._expired(meta.spill_id)
+                fd = opened
+                try:
+                    _check_data(os.fstat(fd), meta, entry[1])
+                    self._keep_reader(meta.spill_id, fd)
+                except BaseException:
+                    os.close(fd)
+                    raise
         return LocalReader(fd, meta.stored_bytes)
 
-    def _read_index(self, meta: SpillMeta) -> bytes:
-        spill_id = meta.spill_id
-        with map_os_errors(f"cannot read the index of spill {spill_id}"):
-            fd = self._root.open_spill_file(meta, "idx")
-            try:
-                return read_all(fd, MAX_INDEX_BYTES, f"the index of spill {spill_id}")
-            finally:
+    def _cached_reader(self, meta: SpillMeta) -> int:
+        """A new descriptor of the data file kept open for ``meta``, or -1 (none, or
+        it lost its name or changed: it is then opened and checked again)."""
+        with self._readers_lock:
+            if self._readers_pid != os.getpid():  # a forked child: its own descriptors
+                self._readers, self._readers_pid = {}, os.getpid()
+            fd = self._readers.get(meta.spill_id, -1)
+            if fd < 0:
+                return -1
+            st = os.fstat(fd)
+            adopted = meta.adopted_inode
+            if (
+                st.st_nlink > 0
+                and st.st_size == meta.stored_bytes
+                and (
+                    adopted is None or (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == adopted
+                )
+            ):
+                return os.dup(fd)
+            del self._readers[meta.spill_id]
+            os.close(fd)
+            return -1
+
+    def _keep_reader(self, spill_id: str, fd: int) -> None:
+        with self._readers_lock:
+            old = self._readers.pop(spill_id, -1)
+            if old >= 0:
+                os.close(old)
+            self._readers[spill_id] = os.dup(fd)
+            if len(self._readers) > READERS_KEPT:
+                os.close(self._readers.pop(next(iter(self._readers))))
+
+    def _forget_reader(self, spill_id: str) -> None:
+        with self._readers_lock:
+            fd = self._readers.pop(spill_id, -1)
+            if fd >= 0 and self._readers_pid == os.getpid():
                 os.close(fd)
+
+    def _read_index(self, meta: SpillMeta) -> bytes:
+        raw = self._catalog.index(meta.spill_id)
+        if raw is None:
+            raise self._expired(meta.spill_id)
+        return raw
 
     def _remove(self, meta: SpillMeta, *, reason: str, now: float) -> bool:
         return self._remove_names(meta.session, meta.spill_id, reason=reason, now=now)
 
     def _remove_names(self, session: str, spill_id: str, *, reason: str, now: float) -> bool:
-        """Tombstone a spill, then unlink its names (sidecar first); whether it was there."""
+        """Delete a spill's row (leaving its tombstone), then unlink its data file's name;
+        return whether the row was there."""
+        removed = self._catalog.remove(spill_id, session, reason=reason, now=now)
+        self._forget_reader(spill_id)
         with (
             map_os_errors(f"cannot remove spill {spill_id}"),
             self._root.session_dir(session) as dir_fd,
         ):
-            if dir_fd < 0:
-                return False
-            try:  # a new file renamed over the name: never written through a link
-                temp = temp_name("gone")
-                fd = os.open(temp, CREATE_FLAGS, 0o600, dir_fd=dir_fd)
-                try:
-                    write_all(fd, tombstone_record(reason, now))
-                    os.replace(temp, f"{spill_id}.gone", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                finally:
-                    os.close(fd)
-                    unlink_quiet(temp, dir_fd)
-            except OSError as exc:  # removing must work even on a full disk
-                logger.warning("no tombstone for spill %s: %s", spill_id, exc)
-            removed = unlink_quiet(f"{spill_id}.json", dir_fd)
-            unlink_quiet(f"{spill_id}.out", dir_fd)
-            unlink_quiet(f"{spill_id}.idx", dir_fd)
+            if dir_fd >= 0:
+                unlink_quiet(f"{spill_id}.out", dir_fd)
         return removed
 
     def check(self, *, fix: bool = False) -> CheckReport:
@@ -253,13 +302,15 @@ class LocalStore(Store):
                 self._remove_names(session, spill_id, reason="check", now=now)
 
             with map_os_errors("cannot check the store"):
-                return audit(
+                report = audit(
                     self._root,
                     fix=fix,
                     remove_spill=remove,
-                    recorded=self._recorded,
+                    recorded=self._catalog.ids,
                     published=self._published,
                 )
+                torn = torn_rows(self._root, self._catalog.list(None), fix=fix, remove_spill=remove)
+            return CheckReport(problems=(*report.problems, *torn), fix=fix)
 
     acheck = method_twin(check)
 
@@ -286,8 +337,8 @@ class LocalStore(Store):
         with map_os_errors("cannot scan for leftovers"):
             for name, dir_fd, listed in self._root.scan(session):
                 entries = [e for e in listed if e.is_file(follow_symlinks=False)]
-                names = {e.name for e in entries}
-                names |= {f"{spill_id}.json" for spill_id in self._recorded(name)}
+                names = {e.name for e in listed}  # a bad sidecar keeps its files for check
+                names |= {f"{spill_id}.json" for spill_id in self._catalog.ids(name)}
                 for entry in entries:
                     if not is_orphan_name(entry.name, names):
                         continue
@@ -320,43 +371,21 @@ class LocalStore(Store):
         return remove
 
     def _published(self, dir_fd: int) -> Callable[[str], bool]:
-        """Whether the spill ``spill_id`` of the session ``dir_fd`` is visible (read fresh)."""
+        """Whether the spill ``spill_id`` is visible (its row, read fresh)."""
+        return self._catalog.has
 
-        def published(spill_id: str) -> bool:
-            try:
-                os.stat(f"{spill_id}.json", dir_fd=dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                return False
-            return True
-
-        return published
-
-    def _recorded(self, session: str) -> set[str]:
-        """The ids of ``session`` whose record is not a file of the session (catalog)."""
-        return set()
+    def _data_keys(self) -> dict[str, str]:
+        return self._catalog.shared()
 
     def _after_gc(self, *, now: float) -> None:
-        with map_os_errors("cannot prune tombstones"):
-            for name, dir_fd, entries in self._root.scan(None):
-                for entry in entries:
-                    if not (
-                        entry.name.endswith(".gone")
-                        and is_spill_id(entry.name[:-5])
-                        and entry.is_file(follow_symlinks=False)
-                    ):
-                        continue
-                    try:
-                        age = now - entry.stat(follow_symlinks=False).st_mtime
-                    except FileNotFoundError:
-                        continue
-                    if age > self._tombstone_ttl:
-                        unlink_quiet(entry.name, dir_fd)
+        self._catalog.prune_tombstones(now - self._tombstone_ttl)
+        with map_os_errors("cannot remove old session directories"):
+            for name, dir_fd, _ in self._root.scan(None):
                 root_fd = self._root.open()
                 try:
                     # Only a marked, empty directory goes; a writer that loses the race
                     # retries.
-                    st = os.fstat(dir_fd)
-                    if now - st.st_mtime > self._tombstone_ttl:
+                    if now - os.fstat(dir_fd).st_mtime > self._tombstone_ttl:
                         remove_session_dir(self._root, name, root_fd)
                 finally:
                     os.close(root_fd)
@@ -406,27 +435,26 @@ class LocalStore(Store):
         return sink, sink.fd
 
 
-def _check_data(fd: int, meta: SpillMeta) -> None:
-    """Refuse a data file that is not the one the sidecar describes."""
-    st = os.fstat(fd)
+def _check_data(st: os.stat_result, meta: SpillMeta, identity: Identity) -> None:
+    """Refuse a data file that is not the one the row recorded."""
     where = f"the data file of spill {meta.spill_id}"
     if not stat.S_ISREG(st.st_mode):
         raise StoreError(errno.EINVAL, f"{where} is not a regular file")
-    if meta.adopted_inode is not None:
-        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != meta.adopted_inode:
-            raise StoreError(
-                errno.ESTALE,
-                f"{where} was adopted from a tool's file that has changed since; "
-                "refusing to serve different content",
-            )
-    elif st.st_nlink > 1:
+    if (st.st_dev, st.st_ino) != identity:
         raise StoreError(
             errno.EPERM,
-            f"{where} has {st.st_nlink} hard links; refusing it (it may be a link to a "
-            "file that is not spillstore's)",
+            f"{where} is not the file the store wrote (it was replaced, perhaps by a link "
+            "to a file that is not spillstore's); refusing it",
+        )
+    if meta.adopted_inode is not None and (
+        (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != meta.adopted_inode
+    ):
+        raise StoreError(
+            errno.ESTALE,
+            f"{where} was adopted from a tool's file that has changed since; "
+            "refusing to serve different content",
         )
     if st.st_size != meta.stored_bytes:
         raise StoreError(
-            errno.EIO,
-            f"{where} holds {st.st_size} bytes, its sidecar says {meta.stored_bytes}",
+            errno.EIO, f"{where} holds {st.st_size} bytes, its record says {meta.stored_bytes}"
         )

@@ -1,19 +1,26 @@
 """The catalog of a store root: one SQLite database (WAL) of spill metadata, line indexes
-and tombstones, beside plain data files (see :mod:`~spillstore._stores.catalog_store`).
+and tombstones, beside one plain data file per spill (see :mod:`~spillstore._stores.local`).
 
 ``<root>/catalog.sqlite3`` (0600, with SQLite's ``-wal`` and ``-shm`` files) holds::
 
-    spills(spill_id PRIMARY KEY, session, created_at, stored_bytes, meta, idx)
-    tombstones(spill_id PRIMARY KEY, session, reason, removed_at)
+    spill(spill_id PRIMARY KEY, session, the SpillMeta fields as columns,
+          stored_bytes, dev, ino)            one row per visible spill
+    spill_index(spill_id PRIMARY KEY, idx)   its serialized line index
+    tombstone(spill_id PRIMARY KEY, session, reason, removed_at)
 
-``meta`` is the :class:`~spillstore._stores.meta.SpillMeta` JSON (parsed once per row
-per process: the parsed form is kept while the row's bytes stay the same), ``idx`` the
-serialized line index. Every connection runs ``journal_mode=WAL`` and ``synchronous=FULL``, so a
-committed row survives a power cut. A connection belongs to one thread of one process
-(a forked child opens its own). Before SQLite opens them, the database files must be
-this user's regular files with one link (SQLite follows links; we refuse them first).
-Every SQLite failure becomes a :class:`~spillstore.StoreError` (``ENOSPC`` for a full
-disk, ``EIO`` otherwise).
+``(dev, ino)`` is the identity of the spill's data file when the row committed: a read
+serves only that file (a name swapped for another file is refused), and identical
+bytes spilled again are hard-linked to it (:meth:`Catalog.same_content`). A row becomes
+a :class:`~spillstore._stores.meta.SpillMeta` without parsing or validation (the row
+was validated when it was inserted): ``list`` of 10,000 rows is one query and a few
+microseconds a row. Every connection runs ``journal_mode=WAL`` and ``synchronous=FULL``,
+so a committed row survives a power cut. A connection belongs to one thread of one
+process (a forked child opens its own). Rows a thread read stay valid while SQLite's
+``data_version`` of its connection does not change (no other connection committed) and
+the thread removed nothing itself: a repeated ``stat`` costs one pragma, not a query.
+Before SQLite opens them, the database files must be this user's regular files with one
+link (SQLite follows links; we refuse them first). Every SQLite failure becomes a
+:class:`~spillstore.StoreError` (``ENOSPC`` for a full disk, ``EIO`` otherwise).
 """
 
 from __future__ import annotations
@@ -21,42 +28,71 @@ from __future__ import annotations
 import builtins
 import contextlib
 import errno
-import logging
+import json
 import os
+import re
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
 
-from pydantic import ValidationError
-
-from spillstore._core.cache import BoundedCache
+from spillstore._core.ids import SPILL_ID_PATTERN, is_session, is_spill_id
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
-from spillstore._stores.meta import SpillMeta
+from spillstore._stores.meta import META_FORMAT_VERSION, SpillMeta
 
-__all__ = ["CATALOG_NAME", "Catalog"]
-
-logger = logging.getLogger("spillstore")
+__all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "Catalog", "Identity", "Tombstone"]
 
 CATALOG_NAME: Final = "catalog.sqlite3"
-META_CACHE_SIZE: Final = 1 << 17
-"""Rows whose parsed metadata is remembered, with the row's bytes (a changed row is
-parsed again)."""
+SCHEMA_VERSION: Final = 3
+"""``PRAGMA user_version`` of the schema below (the opt-in catalog of 0.2's development,
+one JSON row per spill, was version 0; it is upgraded in place)."""
 
 BUSY_TIMEOUT_SECONDS: Final = 60.0
 """How long a writer waits for another process's transaction (they last milliseconds)."""
 
+ROW_CACHE_SIZE: Final = 4096
+"""Rows a thread keeps while its connection's ``data_version`` stays the same."""
+
+Identity = tuple[int, int]
+"""``(st_dev, st_ino)`` of a spill's data file."""
+
+Tombstone = tuple[str | None, float | None]
+"""A removed spill's ``(reason, removed_at)``."""
+
 _SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS spills (spill_id TEXT PRIMARY KEY, session TEXT NOT NULL, "
-    "created_at REAL NOT NULL, stored_bytes INTEGER NOT NULL, meta BLOB NOT NULL, "
-    "idx BLOB NOT NULL) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS spills_by_session ON spills (session, created_at)",
-    "CREATE TABLE IF NOT EXISTS tombstones (spill_id TEXT PRIMARY KEY, session TEXT NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS spill (spill_id TEXT NOT NULL UNIQUE, session TEXT NOT NULL, "
+    "tool_name TEXT NOT NULL, tool_call_id TEXT NOT NULL, total_bytes INTEGER NOT NULL, "
+    "total_lines INTEGER NOT NULL, head_start INTEGER, head_end INTEGER, "
+    "tail_start INTEGER, tail_end INTEGER, sha256 TEXT NOT NULL, created_at REAL NOT NULL, "
+    "suffix TEXT, media_notes TEXT, invalid_utf8 INTEGER NOT NULL, adopted TEXT, "
+    "stored_bytes INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL, "
+    "PRIMARY KEY (session, created_at, spill_id)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS spill_by_content ON spill (sha256)",
+    "CREATE TABLE IF NOT EXISTS spill_index (spill_id TEXT PRIMARY KEY, idx BLOB NOT NULL) "
+    "WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS tombstone (spill_id TEXT PRIMARY KEY, session TEXT NOT NULL, "
     "reason TEXT, removed_at REAL) WITHOUT ROWID",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
+
+_COLUMNS: Final = (
+    "spill_id, session, tool_name, tool_call_id, total_bytes, total_lines, head_start, "
+    "head_end, tail_start, tail_end, sha256, created_at, suffix, media_notes, invalid_utf8, "
+    "adopted"
+)
+_SELECT: Final = f"SELECT {_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
+_LIST: Final = f"SELECT {_COLUMNS} FROM spill"  # noqa: S608 - fixed names
+_INSERT: Final = (
+    f"INSERT OR IGNORE INTO spill ({_COLUMNS}, stored_bytes, dev, ino) "  # noqa: S608
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_FIELDS_SET: Final = frozenset(SpillMeta.model_fields)
+_IDS_RE: Final = re.compile(rf"(?:{SPILL_ID_PATTERN}\n)*{SPILL_ID_PATTERN}|")
+_new_meta = SpillMeta.__new__
+_set = object.__setattr__
 
 
 @contextlib.contextmanager
@@ -68,14 +104,38 @@ def _db_errors(what: str) -> Iterator[None]:
         raise StoreError(errno.ENOSPC if full else errno.EIO, f"{what}: {exc}") from exc
 
 
+def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
+    ranges = meta.stored_ranges
+    head = ranges[0] if ranges else (None, None)
+    tail = ranges[1] if len(ranges) > 1 else (None, None)
+    return (
+        meta.spill_id,
+        meta.session,
+        meta.tool_name,
+        meta.tool_call_id,
+        meta.total_bytes,
+        meta.total_lines,
+        *head,
+        *tail,
+        meta.sha256,
+        meta.created_at,
+        meta.suffix,
+        json.dumps(meta.media_notes) if meta.media_notes else None,
+        int(meta.invalid_utf8),
+        json.dumps(meta.adopted_inode) if meta.adopted_inode is not None else None,
+        meta.stored_bytes,
+        *identity,
+    )
+
+
 class Catalog:
     """The catalog database of one store root (connections per thread and process)."""
 
     def __init__(self, root: LocalRoot) -> None:
         self._root = root
         self._path = os.path.join(root.path, CATALOG_NAME)
+        self._base = root.real_path + os.sep
         self._local = threading.local()
-        self._metas: BoundedCache[str, tuple[bytes, SpillMeta]] = BoundedCache(META_CACHE_SIZE)
         self._check_files(create=True)
 
     def _check_files(self, *, create: bool) -> None:
@@ -101,18 +161,24 @@ class Catalog:
             os.close(root_fd)
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is not None and local.pid == os.getpid():
             return conn
         self._check_files(create=True)
         with _db_errors("cannot open the catalog"):
             conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            for statement in _SCHEMA:
-                conn.execute(statement)
-        self._local.conn = conn
-        self._local.pid = os.getpid()
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute("COMMIT")
+        local.conn = conn
+        local.pid = os.getpid()
+        local.version = -1
+        local.rows = {}
         return conn
 
     @contextlib.contextmanager
@@ -135,77 +201,149 @@ class Catalog:
             conn.close()
         self._local.conn = None
 
+    def has_table(self, name: str) -> bool:
+        """Whether the database holds the table ``name`` (the upgrade looks for old ones)."""
+        with _db_errors("cannot read the catalog"):
+            sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+            return self._conn().execute(sql, (name,)).fetchone() is not None
+
+    def execute(self, sql: str, args: Iterable[object] = ()) -> builtins.list[Any]:
+        """Run one statement and return its rows (for the upgrade of old catalogs)."""
+        with _db_errors("cannot read the catalog"):
+            return self._conn().execute(sql, tuple(args)).fetchall()
+
     # ----------------------------------------------------------------- reading
 
-    def _meta(self, raw: bytes, spill_id: str, session: str | None = None) -> SpillMeta:
-        """The metadata of a row; a row read before (the same bytes) is not parsed again."""
-        cached = self._metas.get(spill_id)
-        if cached is not None and cached[0] == raw and session in (None, cached[1].session):
-            return cached[1]
-        meta = self._parse(raw, spill_id, session)
-        self._metas.put(spill_id, (raw, meta))
-        return meta
+    def _meta(self, row: tuple[Any, ...]) -> SpillMeta:
+        """One row (its first 16 columns) as metadata (see :meth:`_metas`)."""
+        return self._metas([row[:16]])[0]
 
-    def _parse(self, raw: bytes, spill_id: str, session: str | None) -> SpillMeta:
-        try:
-            meta = SpillMeta.model_validate_json(raw)
-        except ValidationError as exc:
-            what = f"the catalog row of spill {spill_id} is corrupt"
-            raise StoreError(errno.EINVAL, what) from exc
-        if meta.spill_id != spill_id or (session is not None and meta.session != session):
-            raise StoreError(errno.EINVAL, f"the catalog row of spill {spill_id} names another")
-        path = self._root.data_path(meta)
-        return meta if meta.path == path else meta.model_copy(update={"path": path})
+    def _metas(self, rows: builtins.list[Any]) -> builtins.list[SpillMeta]:
+        """Rows as metadata, without pydantic validation: the rows were validated when
+        inserted. Ids and sessions are checked again (they name files), in one regex
+        match for all of them; a bad row raises :class:`StoreError`."""
+        base, sep, fields_set, version = self._base, os.sep, _FIELDS_SET, META_FORMAT_VERSION
+        new, set_, loads = _new_meta, _set, json.loads
+        metas: builtins.list[SpillMeta] = []
+        append = metas.append
+        for (sid, session, tool, call, total, lines, h0, h1, t0, t1, sha, created, suffix,
+             notes, invalid, adopted) in rows:  # fmt: skip
+            meta = new(SpillMeta)
+            set_(meta, "__dict__", {
+                "spill_id": sid, "session": session, "tool_name": tool, "tool_call_id": call,
+                "total_bytes": total, "total_lines": lines,
+                "stored_ranges": () if h1 is None else ((h0, h1),) if t1 is None
+                else ((h0, h1), (t0, t1)),
+                "sha256": sha, "created_at": created, "suffix": suffix,
+                "media_notes": tuple(loads(notes)) if notes else (),
+                "invalid_utf8": invalid == 1, "path": base + session + sep + sid + ".out",
+                "adopted_inode": tuple(loads(adopted)) if adopted else None,
+                "format_version": version,
+            })  # fmt: skip
+            set_(meta, "__pydantic_fields_set__", fields_set)
+            set_(meta, "__pydantic_extra__", None)
+            set_(meta, "__pydantic_private__", None)
+            append(meta)
+        ids = "\n".join(row[0] for row in rows)
+        if not (_IDS_RE.fullmatch(ids) and all(map(is_session, {row[1] for row in rows}))):
+            bad = next(r[0] for r in rows if not (is_spill_id(r[0]) and is_session(r[1])))
+            raise StoreError(errno.EINVAL, f"the catalog row of spill {bad!r} is corrupt")
+        return metas
+
+    def _fresh_rows(self) -> dict[str, tuple[SpillMeta, Identity]]:
+        """This thread's rows read since no other connection committed."""
+        conn = self._conn()
+        local = self._local
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != local.version:
+            local.version = version
+            local.rows = {}
+        rows: dict[str, tuple[SpillMeta, Identity]] = local.rows
+        return rows
+
+    def entry(self, spill_id: str) -> tuple[SpillMeta, Identity] | None:
+        """A spill's metadata and data file identity; None if the catalog has no row."""
+        with _db_errors(f"cannot read spill {spill_id}"):
+            rows = self._fresh_rows()
+            found = rows.get(spill_id)
+            if found is not None:
+                return found
+            row = self._conn().execute(f"{_SELECT} WHERE spill_id = ?", (spill_id,)).fetchone()
+        if row is None:
+            return None
+        found = (self._meta(row), (row[16], row[17]))
+        if len(rows) >= ROW_CACHE_SIZE:
+            rows.clear()
+        rows[spill_id] = found
+        return found
 
     def get(self, spill_id: str) -> SpillMeta | None:
         """A spill's metadata, or None if the catalog has no row for it."""
-        with _db_errors(f"cannot read spill {spill_id}"):
-            row = (
-                self._conn()
-                .execute("SELECT session, meta FROM spills WHERE spill_id = ?", (spill_id,))
-                .fetchone()
-            )
-        return None if row is None else self._meta(row[1], spill_id, row[0])
+        found = self.entry(spill_id)
+        return None if found is None else found[0]
 
     def has(self, spill_id: str) -> bool:
         """Whether the catalog has a row for ``spill_id`` (read fresh)."""
         with _db_errors(f"cannot read spill {spill_id}"):
-            sql = "SELECT 1 FROM spills WHERE spill_id = ?"
+            sql = "SELECT 1 FROM spill WHERE spill_id = ?"
             return self._conn().execute(sql, (spill_id,)).fetchone() is not None
 
     def ids(self, session: str) -> set[str]:
         """The ids of a session's spills."""
         with _db_errors(f"cannot list session {session}"):
-            sql = "SELECT spill_id FROM spills WHERE session = ?"
+            sql = "SELECT spill_id FROM spill WHERE session = ?"
             return {row[0] for row in self._conn().execute(sql, (session,))}
 
     def list(self, session: str | None) -> builtins.list[SpillMeta]:
-        """The spills of ``session`` (every session when None); bad rows skipped, reported."""
+        """The spills of ``session`` (every session when None), oldest first; bad rows
+        skipped and reported."""
+        order = " ORDER BY created_at, spill_id"
         with _db_errors("cannot list spills"):
             if session is None:
-                rows = self._conn().execute("SELECT spill_id, session, meta FROM spills").fetchall()
+                cursor = self._conn().execute(_LIST + order)
             else:
-                sql = "SELECT spill_id, session, meta FROM spills WHERE session = ?"
-                rows = self._conn().execute(sql, (session,)).fetchall()
+                sql = f"{_LIST} WHERE session = ? ORDER BY created_at, spill_id"
+                cursor = self._conn().execute(sql, (session,))
+            rows = cursor.fetchall()
+        try:
+            return self._metas(rows)
+        except StoreError:
+            return self._list_skipping(rows)
+
+    def _list_skipping(self, rows: builtins.list[Any]) -> builtins.list[SpillMeta]:
+        import logging  # noqa: PLC0415 - only when a row is bad
+
         metas = []
-        for spill_id, row_session, raw in rows:
+        for row in rows:
             try:
-                metas.append(self._meta(raw, spill_id, row_session))
+                metas.append(self._meta(row))
             except StoreError as exc:
-                logger.warning("skipping spill %s (spillstore check lists it): %s", spill_id, exc)
+                logging.getLogger("spillstore").warning(
+                    "skipping a spill (spillstore check lists it): %s", exc
+                )
         return metas
+
+    def shared(self) -> dict[str, str]:
+        """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""
+        with _db_errors("cannot list spills"):
+            sql = (
+                "SELECT spill_id, dev, ino FROM spill WHERE (dev, ino) IN "
+                "(SELECT dev, ino FROM spill GROUP BY dev, ino HAVING count(*) > 1)"
+            )
+            rows = self._conn().execute(sql).fetchall()
+        return {spill_id: f"{dev}:{ino}" for spill_id, dev, ino in rows}
 
     def index(self, spill_id: str) -> bytes | None:
         """A spill's serialized line index, or None if it has no row."""
         with _db_errors(f"cannot read the index of spill {spill_id}"):
-            sql = "SELECT idx FROM spills WHERE spill_id = ?"
+            sql = "SELECT idx FROM spill_index WHERE spill_id = ?"
             row = self._conn().execute(sql, (spill_id,)).fetchone()
         return None if row is None else bytes(row[0])
 
-    def tombstone(self, spill_id: str) -> tuple[str | None, float | None] | None:
+    def tombstone(self, spill_id: str) -> Tombstone | None:
         """A removed spill's ``(reason, removed_at)``; None if it has no tombstone."""
         with _db_errors(f"cannot read spill {spill_id}"):
-            sql = "SELECT reason, removed_at FROM tombstones WHERE spill_id = ?"
+            sql = "SELECT reason, removed_at FROM tombstone WHERE spill_id = ?"
             row = self._conn().execute(sql, (spill_id,)).fetchone()
         return None if row is None else (row[0], row[1])
 
@@ -213,50 +351,76 @@ class Catalog:
         """The session of a spill that has a row or a tombstone."""
         with _db_errors(f"cannot read spill {spill_id}"):
             conn = self._conn()
-            for table in ("spills", "tombstones"):
+            for table in ("spill", "tombstone"):
                 sql = f"SELECT session FROM {table} WHERE spill_id = ?"  # noqa: S608 - fixed names
                 row = conn.execute(sql, (spill_id,)).fetchone()
                 if row is not None:
                     return str(row[0])
         return None
 
+    def same_content(self, meta: SpillMeta) -> builtins.list[tuple[SpillMeta, Identity]]:
+        """Spills (not adopted) whose stored bytes are those of ``meta`` (same hash and
+        ranges): a new spill may share their data file."""
+        with _db_errors("cannot look up identical spills"):
+            sql = f"{_SELECT} WHERE sha256 = ? AND stored_bytes = ? AND adopted IS NULL LIMIT 4"
+            rows = self._conn().execute(sql, (meta.sha256, meta.stored_bytes)).fetchall()
+        metas = self._metas([row[:16] for row in rows])
+        found = [(meta, (row[16], row[17])) for meta, row in zip(metas, rows, strict=True)]
+        return [(m, ident) for m, ident in found if m.stored_ranges == meta.stored_ranges]
+
     # ----------------------------------------------------------------- writing
 
-    def insert(self, meta: SpillMeta, index: bytes) -> SpillMeta:
+    def insert(self, meta: SpillMeta, index: bytes, identity: Identity) -> SpillMeta:
         """Commit a spill's row (the commit point); an identical existing spill wins.
 
         Raises:
             StoreError: the id is taken by other content, or the commit failed.
         """
         spill_id = meta.spill_id
-        row = (spill_id, meta.session, meta.created_at, meta.stored_bytes)
         with self._write(f"cannot record spill {spill_id}") as conn:
-            existing = conn.execute(
-                "SELECT session, meta FROM spills WHERE spill_id = ?", (spill_id,)
-            ).fetchone()
+            existing = conn.execute(f"{_SELECT} WHERE spill_id = ?", (spill_id,)).fetchone()
             if existing is not None:
-                old = self._meta(existing[1], spill_id, existing[0])
+                old = self._meta(existing)
                 if old.sha256 != meta.sha256:
                     raise StoreError(errno.EEXIST, f"spill id {spill_id} is taken by other content")
                 return old
-            conn.execute(
-                "INSERT INTO spills VALUES (?, ?, ?, ?, ?, ?)",
-                (*row, meta.model_dump_json().encode(), index),
-            )
-            conn.execute("DELETE FROM tombstones WHERE spill_id = ?", (spill_id,))
+            conn.execute(_INSERT, _row_values(meta, identity))
+            conn.execute("INSERT OR REPLACE INTO spill_index VALUES (?, ?)", (spill_id, index))
+            conn.execute("DELETE FROM tombstone WHERE spill_id = ?", (spill_id,))
         return meta
+
+    def insert_many(
+        self,
+        spills: Iterable[tuple[SpillMeta, bytes, Identity]],
+        tombstones: Iterable[tuple[str, str, str | None, float | None]] = (),
+    ) -> None:
+        """Commit many rows at once, keeping rows that exist (a migration run again)."""
+        with self._write("cannot record migrated spills") as conn:
+            for meta, index, identity in spills:
+                conn.execute(_INSERT, _row_values(meta, identity))
+                sql = "INSERT OR IGNORE INTO spill_index VALUES (?, ?)"
+                conn.execute(sql, (meta.spill_id, index))
+            for spill_id, session, reason, removed_at in tombstones:
+                conn.execute(
+                    "INSERT OR IGNORE INTO tombstone SELECT ?, ?, ?, ? WHERE NOT EXISTS "
+                    "(SELECT 1 FROM spill WHERE spill_id = ?)",
+                    (spill_id, session, reason, removed_at, spill_id),
+                )
 
     def remove(self, spill_id: str, session: str, *, reason: str, now: float) -> bool:
         """Delete a spill's row and leave its tombstone, in one transaction."""
+        self._local.rows = {}
         with self._write(f"cannot remove spill {spill_id}") as conn:
-            gone = conn.execute("DELETE FROM spills WHERE spill_id = ?", (spill_id,)).rowcount
+            gone = conn.execute("DELETE FROM spill WHERE spill_id = ?", (spill_id,)).rowcount
+            conn.execute("DELETE FROM spill_index WHERE spill_id = ?", (spill_id,))
             conn.execute(
-                "INSERT OR REPLACE INTO tombstones VALUES (?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO tombstone VALUES (?, ?, ?, ?)",
                 (spill_id, session, reason, now),
             )
+        self._local.rows = {}
         return gone > 0
 
     def prune_tombstones(self, before: float) -> None:
         """Forget tombstones older than ``before``."""
         with self._write("cannot prune tombstones") as conn:
-            conn.execute("DELETE FROM tombstones WHERE removed_at < ?", (before,))
+            conn.execute("DELETE FROM tombstone WHERE removed_at < ?", (before,))

@@ -2,15 +2,19 @@
 
 What it finds (each a :class:`Problem`):
 
-- ``orphan``: a temp file, or a data/index file without a sidecar, that no live writer
-  holds. Fix: removed (decided again under its lock, as ``gc`` does).
-- ``torn``: a sidecar whose data or index file is missing, of the wrong size, or
-  hard-linked elsewhere. Fix: the spill is removed, leaving a tombstone (``check``).
+- ``orphan``: a temp file, or a data file without a catalog row, that no live writer
+  holds; or a ``.json``/``.idx``/``.gone`` file of the files layout left after its
+  migration. Fix: removed (a leftover data file decided again under its lock, as ``gc``
+  does).
+- ``torn``: a catalog row whose data file is missing, not a regular file, or of the
+  wrong size (:func:`torn_rows`). Fix: the spill is removed, leaving a tombstone
+  (``check``).
 - ``bad_entry``: a name the store makes that is not a private regular file of this
-  user (a symlink, a directory, a file with a second link, a corrupt sidecar). Fix: the
-  name is unlinked (never its target) and the spill, if any, tombstoned.
+  user (a symlink, a directory, a file with a second link), or a sidecar of the files
+  layout that the migration refused. Fix: the name is unlinked (never its target) and
+  the spill, if any, tombstoned.
 - ``permissions``: a session directory or a file of the store that others may read or
-  write. Fix: chmod 0700/0600 (only a file with one link, only this user's).
+  write. Fix: chmod 0700/0600 (only this user's).
 - ``unmarked``: a session directory holding spills but no ``.session`` marker (a 0.1
   store). Fix: marked.
 - ``foreign``: a name the store never makes. Reported, never touched.
@@ -36,8 +40,9 @@ from spillstore._stores.local_files import (
 )
 from spillstore._stores.local_gc import in_use, is_orphan_name, remove_orphan
 from spillstore._stores.local_marks import CATALOG_FILES, MARKER, is_store_name
+from spillstore._stores.meta import SpillMeta
 
-__all__ = ["CheckReport", "Problem", "ProblemKind", "Remover", "audit"]
+__all__ = ["CheckReport", "Problem", "ProblemKind", "Remover", "audit", "torn_rows"]
 
 ProblemKind = Literal["orphan", "torn", "bad_entry", "permissions", "unmarked", "foreign"]
 
@@ -202,16 +207,24 @@ def _check_session(
                 continue
             stem, _, ext = entry_name.rpartition(".")
             if ext == "json" and is_spill_id(stem):
-                has_spills = True
-                problems += _check_spill(
-                    root, dir_fd, name, stem, fix=fix, remove_spill=remove_spill
+                has_spills = True  # a catalog row (checked by torn_rows), or a leftover:
+            if ext == "idx" and f"{stem}.json" in entries and stem not in recorded:
+                continue  # reported with its sidecar
+            if ext in ("json", "idx", "gone") and is_spill_id(stem) and entry_name in entries:
+                problems.append(
+                    _leftover(
+                        dir_fd,
+                        name,
+                        entry_name,
+                        recorded=recorded,
+                        fix=fix,
+                        remove_spill=remove_spill,
+                    )
                 )
             elif is_orphan_name(entry_name, names):
                 problems += _check_orphan(
                     dir_fd, entry_name, where, fix=fix, published=published(dir_fd)
                 )
-            elif ext == "gone":  # a spill's own files are checked with its sidecar
-                problems += _check_file(dir_fd, entry_name, where, fix=fix)
         if has_spills and SESSION_MARKER not in names:
             if fix:
                 root.mark_session(dir_fd)
@@ -235,45 +248,62 @@ def _check_orphan(
     return [Problem("orphan", where, f"{st.st_size} bytes left by a writer that died", fixed)]
 
 
-def _check_spill(
-    root: LocalRoot, dir_fd: int, session: str, spill_id: str, *, fix: bool, remove_spill: Remover
+def _leftover(
+    dir_fd: int, session: str, name: str, *, recorded: set[str], fix: bool, remove_spill: Remover
+) -> Problem:
+    """A ``.json``/``.idx``/``.gone`` file of the files layout, left after its migration."""
+    stem = name.rpartition(".")[0]
+    if stem in recorded or not name.endswith(".json"):
+        fixed = fix and unlink_quiet(name, dir_fd)
+        return Problem("orphan", f"{session}/{name}", "left by the migration to the catalog", fixed)
+    if fix:  # a sidecar the migration refused: its spill goes, leaving a tombstone
+        unlink_quiet(name, dir_fd)
+        unlink_quiet(f"{stem}.idx", dir_fd)
+        remove_spill(session, stem)
+    return Problem(
+        "bad_entry",
+        f"{session}/{name}",
+        "a sidecar of the files layout that could not be migrated (a link, corrupt, or "
+        "its data file is missing, torn or shared)",
+        fix,
+    )
+
+
+def torn_rows(
+    root: LocalRoot, metas: list[SpillMeta], *, fix: bool, remove_spill: Remover
 ) -> list[Problem]:
-    where = f"{session}/{spill_id}"
-    try:
-        meta = root.load_meta(dir_fd, session, spill_id)
-    except OSError as exc:
-        if fix:
-            unlink_quiet(f"{spill_id}.json", dir_fd)
-            remove_spill(session, spill_id)
-        return [Problem("bad_entry", f"{where}.json", exc.strerror or str(exc), fix)]
-    if meta is None:
-        return []
+    """Catalog rows whose data file is missing, not a regular file, of the wrong size, or
+    readable by others (``fix``: the spill is removed, leaving a tombstone; or chmod)."""
     problems: list[Problem] = []
-    torn = _torn(dir_fd, spill_id, meta.stored_bytes, adopted=meta.adopted_inode is not None)
-    if torn is not None:
+    for meta in metas:
+        where = f"{meta.session}/{meta.spill_id}"
+        try:
+            st: os.stat_result | None = os.stat(root.data_path(meta), follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == meta.stored_bytes:
+            if meta.adopted_inode is None and stat.S_IMODE(st.st_mode) & 0o077:
+                with _session_fd_of(root, meta.session) as dir_fd:
+                    name = f"{meta.spill_id}.out"
+                    problems.append(_chmod(dir_fd, name, f"{where}.out", st, 0o600, fix=fix))
+            continue
+        if st is None:
+            why = "its data file is missing"
+        elif not stat.S_ISREG(st.st_mode):
+            why = f"its data file is {_why_bad(st)}"
+        else:
+            why = f"its data file holds {st.st_size} bytes, its row says {meta.stored_bytes}"
         if fix:
-            remove_spill(session, spill_id)
-        return [Problem("torn", where, torn, fix)]
-    for ext in ("json", "out", "idx"):
-        st = os.stat(f"{spill_id}.{ext}", dir_fd=dir_fd, follow_symlinks=False)
-        shared = ext == "out" and meta.adopted_inode is not None  # the tool's own file
-        if not shared and stat.S_IMODE(st.st_mode) & 0o077:
-            name = f"{spill_id}.{ext}"
-            problems.append(_chmod(dir_fd, name, f"{session}/{name}", st, 0o600, fix=fix))
+            remove_spill(meta.session, meta.spill_id)
+        problems.append(Problem("torn", where, why, fix))
     return problems
 
 
-def _torn(dir_fd: int, spill_id: str, stored_bytes: int, *, adopted: bool) -> str | None:
-    """Why a spill's data or index file is unusable, or None if they look whole."""
-    for ext in ("out", "idx"):
-        try:
-            st = os.stat(f"{spill_id}.{ext}", dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return f"its .{ext} file is missing"
-        if not stat.S_ISREG(st.st_mode):
-            return f"its .{ext} file is {_why_bad(st)}"
-        if ext == "out" and st.st_size != stored_bytes:
-            return f"its data file holds {st.st_size} bytes, its sidecar says {stored_bytes}"
-        if ext == "out" and not adopted and st.st_nlink > 1:
-            return f"its data file has {st.st_nlink} hard links"
-    return None
+@contextlib.contextmanager
+def _session_fd_of(root: LocalRoot, session: str) -> Iterator[int]:
+    root_fd = root.open()
+    try:
+        with _session_fd(root_fd, session) as fd:
+            yield fd
+    finally:
+        os.close(root_fd)

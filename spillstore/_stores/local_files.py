@@ -4,8 +4,8 @@ Every file is opened with ``O_NOFOLLOW|O_NONBLOCK``, relative to a session direc
 opened with ``O_NOFOLLOW|O_DIRECTORY``, and must be a regular file; every directory is
 created 0700, one level at a time, and refused when it is a symlink, not ours, or
 writable by others. :class:`LocalRoot` knows where everything lives (see the layout in
-:mod:`~spillstore._stores.local`) and reads the small files (sidecars, tombstones);
-:class:`LocalReader` reads a data file. Writing is :mod:`~spillstore._stores.local_sink`.
+:mod:`~spillstore._stores.local`); :class:`LocalReader` reads a data file. Writing is
+:mod:`~spillstore._stores.local_sink`.
 """
 
 from __future__ import annotations
@@ -21,19 +21,11 @@ import stat
 from collections.abc import Iterator
 from typing import Final
 
-from pydantic import ValidationError
-
-from spillstore._core.cache import BoundedCache
 from spillstore._core.ids import is_session, validate_session
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.backend import MappedReader
-from spillstore._stores.errors import expired_error, map_os_errors
-from spillstore._stores.meta import (
-    MAX_SIDECAR_BYTES,
-    TOMBSTONE_MAX_BYTES,
-    SpillMeta,
-    parse_tombstone,
-)
+from spillstore._stores.errors import map_os_errors
+from spillstore._stores.meta import SpillMeta
 
 __all__ = [
     "CREATE_FLAGS",
@@ -62,11 +54,6 @@ TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json|gone|mark)")
 SESSION_MARKER: Final = ".session"
 """The empty file in every session directory the store created (``gc`` removes only
 those directories)."""
-
-SESSION_CACHE_SIZE: Final = 65536
-"""Spill ids whose session directory is remembered (a cold ``stat`` scans the sessions),
-and sidecars whose parsed form is kept with their bytes (the same bytes are not parsed
-again)."""
 
 
 def temp_name(ext: str) -> str:
@@ -193,8 +180,6 @@ class LocalRoot:
     def __init__(self, path: str) -> None:
         self.path = path
         self.real_path = os.path.realpath(path)
-        self._sessions: BoundedCache[str, str] = BoundedCache(SESSION_CACHE_SIZE)
-        self._metas: BoundedCache[str, tuple[bytes, SpillMeta]] = BoundedCache(SESSION_CACHE_SIZE)
 
     def open(self) -> int:
         """Open the root directory, checked again (it may have been swapped since)."""
@@ -315,82 +300,12 @@ class LocalRoot:
         """The absolute path of a spill's data file (symlinks in the root resolved)."""
         return os.path.join(self.real_path, meta.session, f"{meta.spill_id}.out")
 
-    def remember_session(self, spill_id: str, session: str) -> None:
-        """Note which session holds ``spill_id`` (ids are never reused across sessions)."""
-        self._sessions.put(spill_id, session)
-
-    def session_of(self, spill_id: str) -> str | None:
-        """The session holding (or that held) ``spill_id``, or None if none does."""
-        session = self._sessions.get(spill_id)
-        if session is not None:
-            return session
-        for name in self.session_names():
-            base = os.path.join(self.path, name, spill_id)
-            if os.path.lexists(base + ".json") or os.path.lexists(base + ".gone"):
-                self.remember_session(spill_id, name)
-                return name
-        return None
-
-    def load_meta(self, dir_fd: int, session: str, spill_id: str) -> SpillMeta | None:
-        """Read a spill's sidecar; None if it has none (it is not visible).
-
-        Raises:
-            StoreError: the sidecar is corrupt, or names another spill or session.
-        """
-        try:
-            fd = os.open(f"{spill_id}.json", READ_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:  # ELOOP: a symlink; the entry is bad, not the store
-            raise StoreError(
-                exc.errno, f"the sidecar of spill {spill_id} cannot be opened: {exc.strerror}"
-            ) from exc
-        try:
-            raw = read_all(fd, MAX_SIDECAR_BYTES, f"the sidecar of spill {spill_id}")
-        finally:
-            os.close(fd)
-        cached = self._metas.get(spill_id)
-        if cached is not None and cached[0] == raw and cached[1].session == session:
-            return cached[1]  # the same sidecar bytes in the same place: parsed before
-        try:
-            meta = SpillMeta.model_validate_json(raw)
-        except ValidationError as exc:
-            raise StoreError(errno.EINVAL, f"the sidecar of spill {spill_id} is corrupt") from exc
-        if meta.spill_id != spill_id or meta.session != session:
-            raise StoreError(
-                errno.EINVAL, f"the sidecar of spill {spill_id} names another spill or session"
-            )
-        meta = meta.model_copy(update={"path": self.data_path(meta)})
-        self._metas.put(spill_id, (raw, meta))
-        return meta
-
-    def tombstone(self, dir_fd: int, spill_id: str) -> tuple[str | None, float | None] | None:
-        """A removed spill's ``(reason, removed_at)``; None if it has no tombstone."""
-        try:
-            fd = os.open(f"{spill_id}.gone", READ_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            logger.warning("unreadable tombstone of spill %s: %s", spill_id, exc)
-            return None
-        try:
-            raw = read_all(fd, TOMBSTONE_MAX_BYTES, "a tombstone")
-        finally:
-            os.close(fd)
-        return parse_tombstone(raw)
-
-    def open_spill_file(self, meta: SpillMeta, ext: str) -> int:
-        """Open a spill's ``.out`` or ``.idx`` file for reading.
-
-        Raises:
-            SpillExpired: the file (or its session) is gone, with the tombstone's reason.
-        """
-        spill_id = meta.spill_id
+    def open_data(self, meta: SpillMeta) -> int | None:
+        """Open a spill's data file for reading; None if it (or its session) is gone."""
         with self.session_dir(meta.session) as dir_fd:
             if dir_fd < 0:
-                raise expired_error(spill_id, None, None)
+                return None
             try:
-                return os.open(f"{spill_id}.{ext}", READ_FLAGS, dir_fd=dir_fd)
+                return os.open(f"{meta.spill_id}.out", READ_FLAGS, dir_fd=dir_fd)
             except FileNotFoundError:
-                tombstone = self.tombstone(dir_fd, spill_id) or (None, None)
-                raise expired_error(spill_id, *tombstone) from None
+                return None

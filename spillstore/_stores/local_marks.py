@@ -1,7 +1,7 @@
 """What marks a directory as a spillstore store, and which roots the local store refuses.
 
 A store root holds a marker file, ``.spillstore`` (``{"spillstore": "store", "format":
-1}``), written when the store first opens the directory; each session directory the
+2}``), written when the store first opens the directory; each session directory the
 store creates holds an empty ``.session`` file. ``gc``, ``clean`` and ``rm`` touch only
 names the store makes (spill files, temp files, tombstones, session directories that
 carry ``.session``), so a directory nobody marked is never removed.
@@ -9,8 +9,9 @@ carry ``.session``), so a directory nobody marked is never removed.
 A root is refused (:class:`~spillstore.UnsafeStoreRoot`) when it is ``/`` or the home
 directory, or when it is a non-empty directory without a marker, unless ``force_root``.
 A directory written by spillstore 0.1 (no marker; only session directories of spill
-files, temp files, tombstones and ``.gc.lock``) is recognised and marked in place; its
-spills keep their format and stay readable.
+files, temp files, tombstones and ``.gc.lock``) is recognised and marked as format 1,
+the files layout, which the store then migrates into its catalog
+(:mod:`~spillstore._stores.local_migrate`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "is_store_name",
     "mark_root",
     "refuse_special_root",
+    "set_format",
 ]
 
 logger = logging.getLogger("spillstore")
@@ -54,12 +56,13 @@ MARKER: Final = ".spillstore"
 """The marker file of a store root."""
 
 STORE_FORMAT: Final = 1
-"""The on-disk format of :class:`~spillstore.LocalStore`: a sidecar and an index file
-beside each data file."""
+"""The files layout of 0.1: a sidecar and an index file beside each data file. Only read,
+to migrate it (:mod:`~spillstore._stores.local_migrate`)."""
 
 CATALOG_FORMAT: Final = 2
-"""The on-disk format of the catalog store: one data file per spill, metadata, line
-indexes and tombstones in ``catalog.sqlite3`` (see :mod:`~spillstore._stores.local_catalog`)."""
+"""The on-disk format of :class:`~spillstore.LocalStore`: one data file per spill,
+metadata, line indexes and tombstones in ``catalog.sqlite3`` (see
+:mod:`~spillstore._stores.local_catalog`)."""
 
 CATALOG_FILES: Final = frozenset({"catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"})
 """The catalog's database and SQLite's companions (root-level names the store makes)."""
@@ -101,24 +104,28 @@ def refuse_special_root(path: str) -> None:
         )
 
 
-def mark_root(root: LocalRoot, *, force: bool, fmt: int = STORE_FORMAT) -> None:
-    """Make sure the root carries the marker of format ``fmt``, writing it if the
-    directory may be ours.
+def mark_root(root: LocalRoot, *, force: bool, fmt: int = CATALOG_FORMAT) -> int:
+    """Make sure the root carries a marker, writing one of format ``fmt`` if the directory
+    may be ours; return the format it holds.
+
+    A store of the files layout (format 1, or an unmarked 0.1 store holding sidecars)
+    returns :data:`STORE_FORMAT`, marked as such: the caller migrates it and then calls
+    :func:`set_format`.
 
     Raises:
         UnsafeStoreRoot: the directory is not empty and not a store, or its marker is not
             a regular file or not spillstore's.
-        StoreError: the marker names another format (a newer one, or the other layout),
-            or cannot be written.
+        StoreError: the marker names a format this spillstore does not read, or cannot
+            be written.
     """
     root_fd = root.open()
     try:
         for _ in range(3):
             found = _read_marker(root_fd, root.path)
-            if found == fmt:
-                return
+            if found in _FORMAT_NAMES:
+                return found
             if found is not None:
-                raise _wrong_format(root.path, found, fmt)
+                raise _wrong_format(root.path, found)
             foreign = _foreign_entries(root_fd)
             if foreign and not force:
                 shown = ", ".join(repr(name) for name in foreign[:3])
@@ -128,30 +135,43 @@ def mark_root(root: LocalRoot, *, force: bool, fmt: int = STORE_FORMAT) -> None:
                     f"store (it holds {shown}); choose an empty or new directory, or pass "
                     "--force-root to use it anyway",
                 )
-            if fmt != STORE_FORMAT and not force and _holds_spills(root_fd):
-                raise _wrong_format(root.path, STORE_FORMAT, fmt)
             _mark_sessions(root, root_fd)
-            payload = json.dumps({"spillstore": "store", "format": fmt}).encode()
-            if _link_new(root_fd, MARKER, payload + b"\n"):
+            marked = STORE_FORMAT if _holds_spills(root_fd) else fmt
+            if _link_new(root_fd, MARKER, _marker(marked)):
                 logger.info("marked %s as a spillstore store", root.path)
-                return
+                return marked
         raise StoreError(errno.EAGAIN, f"cannot mark the store root {root.path}")
     finally:
         os.close(root_fd)
 
 
-def _wrong_format(path: str, found: int, wanted: int) -> StoreError:
-    if found not in _FORMAT_NAMES:
-        return StoreError(
-            errno.EPROTO,
-            f"the store at {path} has format {found}, which this spillstore does not read "
-            f"(it reads {sorted(_FORMAT_NAMES)}); upgrade spillstore",
-        )
+def set_format(root: LocalRoot, fmt: int) -> None:
+    """Replace the root's marker by one of format ``fmt`` (a new file renamed over it)."""
+    root_fd = root.open()
+    try:
+        temp = temp_name("mark")
+        fd = os.open(temp, CREATE_FLAGS, 0o600, dir_fd=root_fd)
+        try:
+            write_all(fd, _marker(fmt))
+            os.fsync(fd)
+            os.replace(temp, MARKER, src_dir_fd=root_fd, dst_dir_fd=root_fd)
+            os.fsync(root_fd)
+        finally:
+            os.close(fd)
+            unlink_quiet(temp, root_fd)
+    finally:
+        os.close(root_fd)
+
+
+def _marker(fmt: int) -> bytes:
+    return json.dumps({"spillstore": "store", "format": fmt}).encode() + b"\n"
+
+
+def _wrong_format(path: str, found: int) -> StoreError:
     return StoreError(
         errno.EPROTO,
-        f"the store at {path} keeps its spills as {_FORMAT_NAMES[found]} (format {found}), "
-        f"not as {_FORMAT_NAMES[wanted]} (format {wanted}); open it with "
-        f"{'LocalStore' if found == STORE_FORMAT else 'CatalogStore'} (no migration yet)",
+        f"the store at {path} has format {found}, which this spillstore does not read "
+        f"(it reads {sorted(_FORMAT_NAMES)}); upgrade spillstore",
     )
 
 

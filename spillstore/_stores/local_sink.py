@@ -1,22 +1,27 @@
-"""Writing a local spill atomically: temp files, fsync, then hard links, sidecar last.
+"""Writing a local spill atomically: a locked temp data file, fsync, a hard link, the row.
 
-Each file goes to a temp file in the session directory (``O_CREAT|O_EXCL|O_NOFOLLOW``,
-0600), is written and fsynced, then *hard-linked* to its final name and the temp
-unlinked. ``link`` fails if the name exists, so a spill is never overwritten (ids are
-content-derived: an existing id already holds the same content, and the existing spill
-is returned). Data goes first, then the index, then the sidecar LAST, then the
-directory is fsynced. Any ``write``/``fsync``/``link`` failure (ENOSPC, EIO, EACCES, ...)
-removes everything of that spill and raises one :class:`~spillstore.StoreError`.
+The data goes to a temp file in the session directory (``O_CREAT|O_EXCL|O_NOFOLLOW``,
+0600, ``flock``'ed as soon as it exists), is written and fsynced, then *hard-linked* to
+``<id>.out`` and the temp unlinked; the directory is fsynced (the bytes and their name
+are durable) and then the catalog row commits (:mod:`~spillstore._stores.local_catalog`,
+``synchronous=FULL``): that commit is the commit point. The writer holds the data file's
+lock until the row is committed, so ``gc`` never takes a file being published for an
+orphan (the protocol is in :mod:`~spillstore._stores.local_gc`). Any
+``write``/``fsync``/``link`` failure (ENOSPC, EIO, EACCES, ...) removes everything of
+that spill and raises one :class:`~spillstore.StoreError`.
 
-Writers lock (``flock``) each temp file as soon as it exists, and keep the data file's
-lock until the sidecar is linked, so ``gc`` never removes the files of a writer that is
-still alive, even a slow one (the protocol is in :mod:`~spillstore._stores.local_gc`).
+Identical bytes are stored once: when a spill (not adopted) with the same hash and
+stored ranges already has a data file, that file is hard-linked as ``<id>.out`` instead
+(its identity checked, and locked until the row commits), and the temp file goes. Ids
+and rows stay per call; removing one spill unlinks only its own name. An id that exists
+already (ids derive from content) returns the existing spill: nothing is overwritten.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import stat
@@ -24,6 +29,7 @@ from typing import Final
 
 from spillstore._errors import StoreError
 from spillstore._stores.errors import map_os_errors
+from spillstore._stores.local_catalog import Catalog, Identity
 from spillstore._stores.local_files import (
     CREATE_FLAGS,
     READ_FLAGS,
@@ -48,9 +54,11 @@ fsync has little left to wait for."""
 class LocalSink(Sink):
     """Writes one spill: a locked temp data file, then index, then sidecar, via links."""
 
-    def __init__(self, root: LocalRoot, session: str) -> None:
+    def __init__(self, root: LocalRoot, session: str, catalog: Catalog) -> None:
         self._root = root
         self._session = session
+        self._catalog = catalog
+        self._shared_fd = -1
         self._dir_fd = -1
         self._fd = -1
         self._data_temp = ""
@@ -136,95 +144,129 @@ class LocalSink(Sink):
                 )
             self._advised = self._written
 
-    def _link(self, temp: str, final: str) -> bool:
-        try:
-            os.link(
-                temp, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd, follow_symlinks=False
-            )
-        except FileExistsError:
-            return False
-        self._created.append(final)
-        return True
-
-    def _write_small(self, final: str, payload: bytes) -> bool:
-        for _ in range(5):
-            temp = temp_name(final.rsplit(".", 1)[1])
-            fd = os.open(temp, CREATE_FLAGS, 0o600, dir_fd=self._dir_fd)
-            if lock_new(fd, temp, self._dir_fd):
-                break
-            os.close(fd)  # a cleaner removed it before we locked it
-        else:
-            raise StoreError(errno.EAGAIN, f"cannot write {final}: its temp file keeps vanishing")
-        self._temps.append(temp)
-        try:
-            write_all(fd, payload)
-            os.fsync(fd)
-            created = self._link(temp, final)
-            os.unlink(temp, dir_fd=self._dir_fd)
-            self._temps.remove(temp)
-        finally:
-            os.close(fd)
-        return created
-
     def publish(self, meta: SpillMeta, index: bytes) -> SpillMeta:
         self._ensure_open()
         spill_id = meta.spill_id
         try:
             with map_os_errors(f"cannot store spill {spill_id}"):
-                os.fsync(self._fd)
                 if self._identity is not None:
-                    st = os.fstat(self._fd)
-                    now_identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-                    if now_identity != self._identity:
-                        raise StoreError(
-                            errno.EBUSY,
-                            f"the adopted file changed while it was being read; "
-                            f"spill {spill_id} not stored",
-                        )
-                    meta = meta.model_copy(update={"adopted_inode": self._identity})
-                if not self._link(self._data_temp, f"{spill_id}.out"):
-                    self._check_existing_data(meta)
+                    meta = meta.model_copy(update={"adopted_inode": self._adopted()})
+                identity = self._link_shared(meta) if self._identity is None else None
+                if identity is None:
+                    os.fsync(self._fd)
+                    identity = self._link_own(spill_id)
+                if identity is None:
+                    return self._stored_meanwhile(spill_id)
                 os.unlink(self._data_temp, dir_fd=self._dir_fd)
                 self._temps.remove(self._data_temp)
-                stored = self._record(
-                    meta.model_copy(update={"path": self._root.data_path(meta)}), index
-                )
+                os.fsync(self._dir_fd)  # the data file's name is durable before the row
+                meta = meta.model_copy(update={"path": self._root.data_path(meta)})
+                stored = self._catalog.insert(meta, index, identity)
         except BaseException:
             self.discard()
             raise
-        self._root.remember_session(spill_id, self._session)
         self._close()
         return stored
 
-    def _record(self, stored: SpillMeta, index: bytes) -> SpillMeta:
-        """Make the spill visible once its data file is linked: index, then sidecar last.
+    def _stored_meanwhile(self, spill_id: str) -> SpillMeta:
+        self.discard()
+        found = self._catalog.get(spill_id)
+        if found is None:
+            raise StoreError(errno.EAGAIN, f"spill {spill_id} was stored and removed meanwhile")
+        return found
 
-        Returns the spill as recorded (an existing identical spill if there is one).
-        """
-        spill_id = stored.spill_id
-        self._write_small(f"{spill_id}.idx", index)
-        if not self._write_small(f"{spill_id}.json", stored.model_dump_json().encode()):
-            existing = self._root.load_meta(self._dir_fd, self._session, spill_id)
-            if existing is None or existing.sha256 != stored.sha256:
-                raise StoreError(errno.EEXIST, f"spill id {spill_id} is taken by other content")
-            stored = existing
-        unlink_quiet(f"{spill_id}.gone", self._dir_fd)
-        os.fsync(self._dir_fd)
-        return stored
-
-    def _check_existing_data(self, meta: SpillMeta) -> None:
-        fd = os.open(f"{meta.spill_id}.out", READ_FLAGS, dir_fd=self._dir_fd)
-        try:
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size != meta.stored_bytes:
+    def _adopted(self) -> tuple[int, int, int, int]:
+        """The adopted file's identity, checked unchanged since it was linked in."""
+        os.fsync(self._fd)
+        st = os.fstat(self._fd)
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != self._identity:
             raise StoreError(
-                errno.EEXIST,
-                f"a different file already exists as spill {meta.spill_id}; not overwritten",
+                errno.EBUSY, "the adopted file changed while it was being read; not stored"
             )
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _link_own(self, spill_id: str) -> Identity | None:
+        """Link the temp data file to ``<id>.out``; return its identity (None: the same
+        spill was stored meanwhile).
+
+        A name already there without a row is a dead writer's leftover (it is replaced
+        under its lock) or a live writer's of the same spill (we wait for its commit).
+        """
+        final = f"{spill_id}.out"
+        try:
+            self._link_here(self._data_temp, final)
+        except FileExistsError:
+            fd = os.open(final, READ_FLAGS, dir_fd=self._dir_fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # a live writer holds it until its row commits
+                if self._catalog.has(spill_id):
+                    return None
+                spare = temp_name("out")  # a second name of our locked file, renamed over
+                self._temps.append(spare)
+                self._link_here(self._data_temp, spare)
+                os.replace(spare, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+                self._temps.remove(spare)
+            finally:
+                os.close(fd)
+        self._created.append(final)
+        st = os.fstat(self._fd)
+        return (st.st_dev, st.st_ino)
+
+    def _link_here(self, name: str, new: str) -> None:
+        """Hard-link ``name`` as ``new`` in the session directory (never through a symlink)."""
+        os.link(name, new, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd, follow_symlinks=False)
+
+    def _link_shared(self, meta: SpillMeta) -> Identity | None:
+        """Hard-link the data file of a spill holding the same bytes as ``<id>.out``;
+        return its identity, or None (no such spill, or it went meanwhile: write our own).
+
+        The shared file stays locked until this spill's row commits, so ``gc`` never
+        takes the new name for an orphan; removing the other spill later unlinks only
+        its own name.
+        """
+        final = f"{meta.spill_id}.out"
+        for other, identity in self._catalog.same_content(meta):
+            try:
+                with self._root.session_dir(other.session) as src_dir:
+                    fd = -1 if src_dir < 0 else self._share(other, identity, src_dir, final)
+            except StoreError:  # its session directory is not usable: write our own
+                continue
+            if fd >= 0:
+                self._shared_fd = fd
+                return identity
+        return None
+
+    def _share(self, other: SpillMeta, identity: Identity, src_dir: int, final: str) -> int:
+        """Link ``other``'s data file as ``final`` if it is still the recorded file; return
+        its descriptor, locked (or -1: not linked)."""
+        try:
+            fd = os.open(f"{other.spill_id}.out", READ_FLAGS, dir_fd=src_dir)
+        except OSError:
+            return -1
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != identity or st.st_size != other.stored_bytes:
+            os.close(fd)
+            return -1
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            os.link(f"{other.spill_id}.out", final, src_dir_fd=src_dir,
+                    dst_dir_fd=self._dir_fd, follow_symlinks=False)  # fmt: skip
+        except (FileNotFoundError, FileExistsError):
+            os.close(fd)
+            return -1
+        self._created.append(final)
+        now = os.stat(final, dir_fd=self._dir_fd, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) != identity:  # the source name was swapped meanwhile
+            unlink_quiet(final, self._dir_fd)
+            self._created.remove(final)
+            os.close(fd)
+            return -1
+        return fd
 
     def _close(self) -> None:
+        if self._shared_fd >= 0:
+            os.close(self._shared_fd)
+            self._shared_fd = -1
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -1,7 +1,8 @@
 """The records a store keeps about each spill: its metadata sidecar and its tombstone.
 
-:class:`SpillMeta` is the sidecar every backend writes last (its presence makes a spill
-visible) and every read checks. A tombstone records why and when a spill was removed,
+:class:`SpillMeta` is the record every backend writes last (a sidecar object in S3, a
+catalog row in the local store): its presence makes a spill visible, and every read
+checks it. A tombstone records why and when a spill was removed,
 so a later read says "expired" (with the reason) rather than "not found".
 """
 

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from tests.cli.test_cli import cli, one_error_line, run_python, spills
+from tests.stores.files_layout import write_files_layout
 
 SEQ = "import sys\nsys.stdout.write(''.join(f'{n}\\n' for n in range(100_000)))\n"
 SEQ2 = "import sys\nsys.stdout.write(''.join(f'{n}\\n' for n in range(200_000)))\n"
@@ -21,16 +22,19 @@ def _two_spills(store: Path) -> tuple[str, str]:
 
 
 def test_a_symlinked_sidecar_is_skipped_reported_and_fixed(tmp_path: Path) -> None:
-    """ls and gc work past a symlinked sidecar (a warning says so); check --fix repairs it."""
+    """A 0.1 store with a symlinked sidecar: ls migrates the rest and works (a warning
+    names the spill left behind); gc works; check --fix repairs it."""
     store = tmp_path / "store"
-    bad, good = _two_spills(store)
+    bad, good = (
+        m.spill_id for m in write_files_layout(store, [("default", b"a\n"), ("default", b"b\n")])
+    )
     sidecar = store / "default" / f"{bad}.json"
     shutil.copy(sidecar, tmp_path / "copy.json")
     sidecar.unlink()
     sidecar.symlink_to(tmp_path / "copy.json")
     listed = cli(store, "ls")
     assert listed.returncode == 0 and good.encode() in listed.stdout
-    assert b"spillstore: warning: skipping spill " + bad.encode() in listed.stderr
+    assert b"spillstore: warning: spill default/" + bad.encode() in listed.stderr
     gc = cli(store, "--json", "gc", "--max-files", "0", "--grace", "0")
     assert gc.returncode == 0
     assert [e["spill_id"] for e in json.loads(gc.stdout)["entries"]] == [good]
@@ -42,6 +46,7 @@ def test_a_symlinked_sidecar_is_skipped_reported_and_fixed(tmp_path: Path) -> No
     clean = cli(store, "check")
     assert clean.returncode == 0 and b"no problems found" in clean.stdout
     assert cli(store, "ls").stderr == b""
+    assert (tmp_path / "copy.json").exists()
 
 
 def test_a_non_empty_foreign_root_is_refused_unless_forced(tmp_path: Path) -> None:

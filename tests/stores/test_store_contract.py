@@ -486,10 +486,10 @@ def test_gc_respects_grace(any_store: Store, clock: FakeClock) -> None:
 def test_gc_limits_oldest_first_with_reasons(any_store: Store, clock: FakeClock) -> None:
     """max_age, then max_total_bytes, then max_files remove the oldest, each saying why."""
     ids = [
-        any_store.put(b"x" * 100, session="s", tool_name="t", tool_call_id=str(n)).spill_id
+        any_store.put(b"%d" % n * 100, session="s", tool_name="t", tool_call_id=str(n)).spill_id
         for n in range(6)
         if clock.advance(1000) is None
-    ]
+    ]  # distinct bytes: a store may keep identical bytes once (and count them once)
     now = clock.now + 1000  # ages: 6000 .. 1000
     report = any_store.gc(max_age=5500, max_total_bytes=350, max_files=2, now=now, grace=0)
     assert [(e.spill_id, e.reason) for e in report.entries] == [

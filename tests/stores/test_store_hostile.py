@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from spillstore._errors import SpillExpired, StoreError, UnsafeStoreRoot
-from spillstore._stores.catalog_store import CatalogStore
-from spillstore._stores.local import TOMBSTONE_TTL_SECONDS, LocalStore
+from spillstore._errors import SpillExpired, SpillNotFound, StoreError, UnsafeStoreRoot
+from spillstore._stores.local import LocalStore
+from spillstore._stores.local_marks import CATALOG_FILES
+from tests.backends import FakeClock
+from tests.stores.files_layout import write_files_layout
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
 DATA = b"".join(b"line %d\n" % n for n in range(2000))
@@ -38,22 +40,27 @@ def _age(path: Path, seconds: float) -> None:
 def test_symlinked_sidecar_is_skipped_and_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A sidecar replaced by a symlink hides that spill only; ls and gc keep working."""
-    store = LocalStore(tmp_path / "root")
-    bad, good = _two_spills(store)
-    sidecar = tmp_path / "root" / "s1" / f"{bad}.json"
+    """A 0.1 sidecar replaced by a symlink is left out of the migration and reported; the
+    other spills migrate, and ls and gc keep working."""
+    root = tmp_path / "root"
+    bad, good = (
+        m.spill_id for m in write_files_layout(root, [("s1", DATA), ("s2", DATA + b"x\n")])
+    )
+    sidecar = root / "s1" / f"{bad}.json"
     copy = tmp_path / "copy.json"
     shutil.copy(sidecar, copy)
     sidecar.unlink()
     sidecar.symlink_to(copy)
     with caplog.at_level(logging.WARNING, logger="spillstore"):
+        store = LocalStore(root)
         listed = [m.spill_id for m in store.list()]
     assert listed == [good]
     assert any(bad in r.getMessage() for r in caplog.records)
+    assert [(p.kind, p.where) for p in store.check().problems] == [("bad_entry", f"s1/{bad}.json")]
     report = store.gc(max_files=0, grace=0)
     assert [e.spill_id for e in report.entries if e.spill_id] == [good]
     assert copy.read_bytes()  # the link's target was not touched
-    with pytest.raises(StoreError, match="sidecar"):
+    with pytest.raises(SpillNotFound):
         store.stat(bad)
 
 
@@ -82,13 +89,16 @@ def test_session_dir_writable_by_others_is_skipped(
 
 
 def test_rm_never_writes_through_a_hard_linked_tombstone(tmp_path: Path) -> None:
-    """A tombstone name hard-linked to another file is replaced, never written through."""
+    """A tombstone name hard-linked to another file is never written through (tombstones
+    are catalog rows), and check --fix unlinks the name only."""
     store = LocalStore(tmp_path / "root")
     spill_id = store.put(DATA, **KW).spill_id
     victim = tmp_path / "victim.txt"
     victim.write_bytes(b"precious\n")
     os.link(victim, tmp_path / "root" / "s1" / f"{spill_id}.gone")
     assert store.delete(spill_id)
+    assert victim.read_bytes() == b"precious\n"
+    assert store.check(fix=True).ok
     assert victim.read_bytes() == b"precious\n"
     assert victim.stat().st_nlink == 1
     with pytest.raises(SpillExpired, match="delete"):
@@ -117,14 +127,13 @@ def test_gc_removes_only_session_dirs_the_store_made(tmp_path: Path) -> None:
     store = LocalStore(root, tombstone_ttl=60)
     spill_id = store.put(DATA, **KW).spill_id
     store.delete(spill_id)
-    (root / "s1" / f"{spill_id}.gone").unlink()
     for name in ["Templates", "node_modules"]:
         (root / name).mkdir(mode=0o700)
         _age(root / name, 8 * 24 * 3600)
     _age(root / "s1", 3600)
     report = store.gc(grace=0)
     assert not report.entries
-    assert sorted(p.name for p in root.iterdir()) == [
+    assert sorted(p.name for p in root.iterdir() if p.name not in CATALOG_FILES) == [
         ".gc.lock",
         ".spillstore",
         "Templates",
@@ -171,7 +180,7 @@ def test_non_empty_unmarked_dir_is_refused(tmp_path: Path) -> None:
     assert sorted(p.name for p in root.iterdir()) == ["Templates", "notes.txt"]
     store = LocalStore(root, force_root=True)
     store.gc(grace=0, max_age=0)
-    assert sorted(p.name for p in root.iterdir()) == [
+    assert sorted(p.name for p in root.iterdir() if p.name not in CATALOG_FILES) == [
         ".gc.lock",
         ".spillstore",
         "Templates",
@@ -181,18 +190,18 @@ def test_non_empty_unmarked_dir_is_refused(tmp_path: Path) -> None:
 
 
 def test_store_of_version_0_1_is_marked_in_place_and_readable(tmp_path: Path) -> None:
-    """A 0.1 store (no markers) opens, is marked, and its spills read back."""
+    """A 0.1 store (no markers) opens, is marked and migrated, and its spills read back."""
     root = tmp_path / "root"
-    spill_id = LocalStore(root).put(DATA, **KW).spill_id
-    (root / ".spillstore").unlink()
-    (root / "s1" / ".session").unlink()
+    (meta,) = write_files_layout(root, [("s1", DATA)], marked=False)
     (root / "old-empty").mkdir(mode=0o700)  # an empty directory is not proof of a store
     (root / ".gc.lock").touch(mode=0o600)
     store = LocalStore(root)
-    assert (root / ".spillstore").is_file()
+    assert json.loads((root / ".spillstore").read_text())["format"] == 2
     assert (root / "s1" / ".session").is_file()
     assert not (root / "old-empty" / ".session").exists()
-    assert store.read_bytes(spill_id, 0, len(DATA)) == DATA
+    assert sorted(p.name for p in (root / "s1").iterdir()) == [".session", f"{meta.spill_id}.out"]
+    assert store.read_bytes(meta.spill_id, 0, len(DATA)) == DATA
+    assert store.read_lines(meta.spill_id, 2000, 1).data == b"line 1999\n"
 
 
 def test_marker_of_a_newer_format_or_not_ours_is_refused(tmp_path: Path) -> None:
@@ -210,15 +219,17 @@ def test_marker_of_a_newer_format_or_not_ours_is_refused(tmp_path: Path) -> None
 
 
 def test_tombstone_ttl_still_prunes_tombstones(tmp_path: Path) -> None:
-    """Tombstones older than the TTL are pruned by gc (only spillstore's own names)."""
-    root = tmp_path / "root"
-    store = LocalStore(root)
+    """Tombstones older than the TTL are pruned by gc: the id is then unknown."""
+    clock = FakeClock()
+    store = LocalStore(tmp_path / "root", clock=clock, tombstone_ttl=60)
     spill_id = store.put(DATA, **KW).spill_id
     store.delete(spill_id)
-    gone = root / "s1" / f"{spill_id}.gone"
-    _age(gone, TOMBSTONE_TTL_SECONDS + 60)
+    with pytest.raises(SpillExpired):
+        store.stat(spill_id)
+    clock.advance(120)
     store.gc(grace=0)
-    assert not gone.exists()
+    with pytest.raises(SpillNotFound):
+        store.stat(spill_id)
 
 
 # --------------------------------------------------------------------------- check
@@ -230,14 +241,12 @@ def test_check_lists_problems_and_fix_repairs_them(tmp_path: Path) -> None:
     store = LocalStore(root)
     good = store.put(DATA, **KW).spill_id
     torn = store.put(DATA + b"torn\n", **KW).spill_id
-    linked = store.put(DATA + b"linked\n", **KW).spill_id
     session = root / "s1"
-    (session / f"{torn}.idx").unlink()
-    sidecar = session / f"{linked}.json"
+    os.truncate(session / f"{torn}.out", 10)
+    linked = "bash-" + "e" * 20  # a sidecar of the files layout, a symlink: not migrated
     copy = tmp_path / "copy.json"
-    shutil.copy(sidecar, copy)
-    sidecar.unlink()
-    sidecar.symlink_to(copy)
+    copy.write_text("{}")
+    (session / f"{linked}.json").symlink_to(copy)
     (session / ".tmp-0123456789abcdef.out").write_bytes(b"left over")
     (session / "notes.txt").write_text("mine\n")
     (session / f"{good}.out").chmod(0o644)
@@ -259,9 +268,8 @@ def test_check_lists_problems_and_fix_repairs_them(tmp_path: Path) -> None:
     assert (session / "notes.txt").read_text() == "mine\n" and copy.exists()
     assert oct((session / f"{good}.out").stat().st_mode & 0o777) == oct(0o600)
     assert store.read_bytes(good, 0, len(DATA)) == DATA
-    for spill_id in (torn, linked):
-        with pytest.raises(SpillExpired, match="check --fix"):
-            store.stat(spill_id)
+    with pytest.raises(SpillExpired, match="check --fix"):
+        store.stat(torn)
 
 
 def test_check_leaves_a_live_writers_files_alone(tmp_path: Path) -> None:
@@ -278,10 +286,10 @@ def test_check_leaves_a_live_writers_files_alone(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the catalog
 
 
-def test_catalog_store_keeps_one_file_per_spill(tmp_path: Path) -> None:
-    """A catalog store writes one data file per spill; metadata and index are rows."""
+def test_store_keeps_one_file_per_spill(tmp_path: Path) -> None:
+    """The store writes one data file per spill; metadata and index are catalog rows."""
     root = tmp_path / "root"
-    store = CatalogStore(root)
+    store = LocalStore(root)
     ids = [store.put(DATA + b"%d\n" % n, **KW).spill_id for n in range(20)]
     spill_files = [p.name for p in (root / "s1").iterdir() if p.name != ".session"]
     assert sorted(spill_files) == sorted(f"{i}.out" for i in ids)
@@ -289,35 +297,23 @@ def test_catalog_store_keeps_one_file_per_spill(tmp_path: Path) -> None:
     assert oct((root / "catalog.sqlite3").stat().st_mode & 0o777) == oct(0o600)
 
 
-def test_catalog_and_files_layouts_refuse_each_other(tmp_path: Path) -> None:
-    """A root of one layout opened as the other fails with one clear error, not a mix."""
-    files = tmp_path / "files"
-    LocalStore(files).put(DATA, **KW)
-    with pytest.raises(StoreError, match="open it with LocalStore"):
-        CatalogStore(files)
-    catalog = tmp_path / "catalog"
-    CatalogStore(catalog).put(DATA, **KW)
-    with pytest.raises(StoreError, match="open it with CatalogStore"):
-        LocalStore(catalog)
-
-
 def test_catalog_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
     """SQLite follows links, so a catalog file that is one is refused before it opens."""
     root = tmp_path / "root"
-    CatalogStore(root).put(DATA, **KW)
+    LocalStore(root).put(DATA, **KW)
     victim = tmp_path / "victim.db"
     victim.write_bytes(b"precious")
     (root / "catalog.sqlite3-wal").unlink(missing_ok=True)
     os.link(victim, root / "catalog.sqlite3-wal")
     with pytest.raises(UnsafeStoreRoot, match="catalog file"):
-        CatalogStore(root)
+        LocalStore(root)
     assert victim.read_bytes() == b"precious"
 
 
 def test_catalog_check_finds_a_row_without_its_data(tmp_path: Path) -> None:
     """A row whose data file is gone is torn; check --fix tombstones it; orphans go too."""
     root = tmp_path / "root"
-    store = CatalogStore(root)
+    store = LocalStore(root)
     kept = store.put(DATA, **KW).spill_id
     torn = store.put(DATA + b"x\n", **KW).spill_id
     (root / "s1" / f"{torn}.out").unlink()

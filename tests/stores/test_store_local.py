@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import sqlite3
 import stat
 import threading
 from pathlib import Path
@@ -48,8 +50,7 @@ def test_modes_are_private_under_umask_zero(tmp_path: Path) -> None:
         assert _mode(directory) == 0o700, directory
     files = list(root.rglob("*"))
     names = {p.name for p in files if p.is_file()}
-    assert {f"{meta.spill_id}.out", f"{meta.spill_id}.idx", f"{meta.spill_id}.json"} <= names
-    assert ".gc.lock" in names and any(n.endswith(".gone") for n in names)
+    assert {f"{meta.spill_id}.out", ".gc.lock", "catalog.sqlite3", "catalog.sqlite3-wal"} <= names
     for path in files:
         if path.is_file():
             assert _mode(path) == 0o600, path
@@ -119,7 +120,7 @@ def test_root_swapped_for_symlink_later_is_refused(tmp_path: Path) -> None:
     root.rename(tmp_path / "moved")
     root.symlink_to(tmp_path / "moved")
     with pytest.raises(UnsafeStoreRoot):
-        store.stat(meta.spill_id)
+        store.read_bytes(meta.spill_id, 0, 1)
     with pytest.raises(UnsafeStoreRoot):
         store.put(b"y", **KW)
 
@@ -220,7 +221,7 @@ def test_hardlink_to_a_foreign_file_is_refused(local_store: LocalStore, tmp_path
     secret.write_bytes(b"password")
     os.unlink(meta.path)
     os.link(secret, meta.path)
-    with pytest.raises(StoreError, match="hard links"):
+    with pytest.raises(StoreError, match="not the file the store wrote"):
         local_store.read_bytes(meta.spill_id, 0, 8)
 
 
@@ -236,31 +237,39 @@ def test_symlinked_data_file_is_refused(local_store: LocalStore, tmp_path: Path)
         local_store.read_bytes(meta.spill_id, 0, 8)
 
 
-def test_truncated_data_or_corrupt_sidecar_raise_store_error(local_store: LocalStore) -> None:
-    """A data file that does not match its sidecar, or a corrupt sidecar, is an error."""
+def _sql(store: LocalStore, statement: str, *args: object) -> None:
+    with contextlib.closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        db.execute(statement, args)
+        db.commit()
+
+
+def test_truncated_data_or_corrupt_row_raise_store_error(local_store: LocalStore) -> None:
+    """A data file that does not match its row, or a corrupt row, is an error."""
     meta = local_store.put(b"0123456789", **KW)
     assert meta.path is not None
     with open(meta.path, "r+b") as handle:
         handle.truncate(5)
-    with pytest.raises(StoreError, match="sidecar says 10"):
+    with pytest.raises(StoreError, match="record says 10"):
         local_store.read_bytes(meta.spill_id, 0, 3)
     other = local_store.put(b"x", **{**KW, "tool_call_id": "2"})
-    assert other.path is not None
-    Path(other.path[:-4] + ".json").write_text("{not json", encoding="utf-8")
+    _sql(local_store, "UPDATE spill SET session = '../etc' WHERE spill_id = ?", other.spill_id)
+    fresh = LocalStore(local_store.root)
     with pytest.raises(StoreError, match="corrupt"):
-        local_store.stat(other.spill_id)
-    assert [m.spill_id for m in local_store.list()] == [meta.spill_id]
+        fresh.stat(other.spill_id)
+    assert [m.spill_id for m in fresh.list()] == [meta.spill_id]
 
 
-def test_data_without_sidecar_is_invisible(local_store: LocalStore) -> None:
-    """A crash before the sidecar leaves no visible spill: the sidecar is written last."""
+def test_data_without_row_is_invisible(local_store: LocalStore) -> None:
+    """A crash before the row commits leaves no visible spill: the row is the commit point."""
     meta = local_store.put(b"x\n", **KW)
     assert meta.path is not None
-    os.unlink(meta.path[:-4] + ".json")
+    _sql(local_store, "DELETE FROM spill WHERE spill_id = ?", meta.spill_id)
     fresh = LocalStore(local_store.root)
     with pytest.raises(SpillNotFound):
         fresh.stat(meta.spill_id)
     assert fresh.list() == []
+    fresh.gc(grace=0)
+    assert not os.path.exists(meta.path)
 
 
 # --------------------------------------------------------------------------- adopt
@@ -388,14 +397,11 @@ def test_tombstones_expire_after_ttl(tmp_path: Path, clock: FakeClock) -> None:
     store.delete(meta.spill_id)
     with pytest.raises(SpillExpired):
         LocalStore(tmp_path / "root").stat(meta.spill_id)
-    gone = tmp_path / "root" / "s1" / f"{meta.spill_id}.gone"
-    _age(gone, 1000, clock)
-    _age(gone.parent, 1000, clock)
+    session = tmp_path / "root" / "s1"
+    clock.advance(1000)
+    _age(session, 1000, clock)
     store.gc()
-    assert not gone.exists()
-    _age(gone.parent, 1000, clock)  # pruning the tombstone touched the directory
-    store.gc()
-    assert not gone.parent.exists()
+    assert not session.exists()
     with pytest.raises(SpillNotFound):
         LocalStore(tmp_path / "root").stat(meta.spill_id)
     again = store.put(b"y", **KW)
@@ -407,7 +413,75 @@ def test_file_deleted_by_someone_else_is_success(local_store: LocalStore) -> Non
     meta = local_store.put(b"x", **KW)
     assert meta.path is not None
     os.unlink(meta.path)
-    os.unlink(meta.path[:-4] + ".idx")
     assert local_store.delete(meta.spill_id) is True
     with pytest.raises(SpillExpired):
         local_store.stat(meta.spill_id)
+
+
+# --------------------------------------------------------------------------- shared bytes
+
+
+def test_identical_bytes_are_stored_once(local_store: LocalStore) -> None:
+    """The same output spilled twice (other call, other session) is one data file with two
+    names; each spill keeps its own id and metadata, and deleting one keeps the other."""
+    data = b"".join(b"same line %d\n" % n for n in range(5000))
+    first = local_store.put(data, **KW)
+    second = local_store.put(data, **{**KW, "session": "s2", "tool_call_id": "other"})
+    assert first.spill_id != second.spill_id and second.tool_call_id == "other"
+    assert first.path is not None and second.path is not None
+    assert os.stat(first.path).st_ino == os.stat(second.path).st_ino
+    assert os.stat(first.path).st_nlink == 2
+    assert local_store.delete(first.spill_id)
+    assert local_store.read_bytes(second.spill_id, 0, len(data)) == data
+    assert os.stat(second.path).st_nlink == 1
+    assert local_store.read_lines(second.spill_id, 5000, 1).data == b"same line 4999\n"
+
+
+def test_gc_counts_shared_bytes_once(local_store: LocalStore, clock: FakeClock) -> None:
+    """max_total_bytes sees shared bytes once, and a removal frees bytes only when it
+    removes their last holder."""
+    data = b"x" * 1000
+    a = local_store.put(data, **{**KW, "tool_call_id": "a"})
+    clock.advance(1)
+    b = local_store.put(data, **{**KW, "tool_call_id": "b"})
+    clock.advance(1)
+    c = local_store.put(b"y" * 1000, **{**KW, "tool_call_id": "c"})
+    clock.advance(10)
+    assert local_store.gc(max_total_bytes=2000, grace=0).entries == ()
+    report = local_store.gc(max_total_bytes=1500, grace=0)
+    assert [(e.spill_id, e.bytes) for e in report.entries] == [(a.spill_id, 0), (b.spill_id, 1000)]
+    assert report.bytes_freed == 1000
+    assert local_store.read_bytes(c.spill_id, 0, 3) == b"yyy"
+
+
+def test_a_shared_data_file_swapped_is_not_shared(local_store: LocalStore, tmp_path: Path) -> None:
+    """A spill whose data file was replaced is never linked to: a new spill of the same
+    bytes gets its own file."""
+    data = b"shared\n" * 100
+    first = local_store.put(data, **KW)
+    assert first.path is not None
+    os.replace(first.path, tmp_path / "kept")  # still alive: its inode is not reused
+    Path(first.path).write_bytes(data)  # same bytes, another file: not the recorded one
+    second = local_store.put(data, **{**KW, "tool_call_id": "2"})
+    assert second.path is not None
+    assert os.stat(second.path).st_ino != os.stat(first.path).st_ino
+    assert local_store.read_bytes(second.spill_id, 0, 7) == b"shared\n"
+
+
+def test_identical_bytes_beside_a_bad_session_directory_are_written_anew(
+    local_store: LocalStore,
+) -> None:
+    """A spill holding the same bytes in a session directory others may write to is not
+    shared: the new spill is saved in its own file, and the bad directory is untouched."""
+    data = b"same\n" * 50
+    first = local_store.put(data, **KW)
+    session = Path(local_store.root) / "s1"
+    session.chmod(0o777)
+    try:
+        second = local_store.put(data, **{**KW, "session": "s2"})
+        assert second.path is not None and first.path is not None
+        assert os.stat(second.path).st_nlink == 1
+        assert local_store.read_bytes(second.spill_id, 0, 5) == b"same\n"
+        assert stat.S_IMODE(session.stat().st_mode) == 0o777
+    finally:
+        session.chmod(0o700)

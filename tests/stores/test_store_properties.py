@@ -15,7 +15,6 @@ import spillstore._core.index as index_module
 from spillstore._core.index import count_lines
 from spillstore._errors import RangeNotStored
 from spillstore._stores.base import Store
-from spillstore._stores.catalog_store import CatalogStore
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
 from spillstore._stores.writer import Utf8Check
@@ -25,7 +24,6 @@ _TMP = tempfile.TemporaryDirectory(prefix="spillstore-props-")
 STORES: dict[str, Store] = {
     "memory": MemoryStore(),
     "local": LocalStore(os.path.join(_TMP.name, "files")),
-    "catalog": CatalogStore(os.path.join(_TMP.name, "catalog")),
 }
 _counter = itertools.count()
 

@@ -219,8 +219,7 @@ def test_prefix_sibling_directories_are_refused(world: World) -> None:
     evil.write_bytes(world.canary.read_bytes())
     sibling_session = world.root / (SESSION + "-evil")
     sibling_session.mkdir(mode=0o700)
-    for name in (world.data_path.name, world.sibling("json").name, world.sibling("idx").name):
-        shutil.copy(world.data_path.with_name(name), sibling_session / name)
+    shutil.copy(world.data_path, sibling_session / world.data_path.name)
     (sibling_session / world.data_path.name).write_bytes(world.canary.read_bytes())
     for path in (str(evil), str(sibling_session / world.data_path.name)):
         assert_all_refused(world.tools, path)
@@ -284,17 +283,15 @@ def test_session_directory_replaced_by_a_symlink_is_refused(world: World) -> Non
 
 
 def test_hardlinks_to_foreign_files_are_refused(world: World) -> None:
-    """A data file that is a hard link to a foreign file is refused, even with a sidecar."""
+    """A data file that is a hard link to a foreign file is refused, even one with a
+    sidecar of the files layout made to match it (only catalog rows make spills)."""
+    sidecar = world.store.stat(world.spill_id).model_dump(mode="json")
     world.data_path.unlink()
     os.link(world.canary, world.data_path)
     assert_all_refused(world.tools, world.spill_id)
-    # A forged spill: a hard-linked data file plus a sidecar and index made to match it.
     forged = "bash-" + "0" * 20
-    sidecar = json.loads(world.sibling("json").read_text(encoding="utf-8"))
-    sidecar["spill_id"] = forged
-    sidecar["path"] = str(world.session_dir / f"{forged}.out")
+    sidecar.update(spill_id=forged, path=str(world.session_dir / f"{forged}.out"))
     os.link(world.canary, world.session_dir / f"{forged}.out")
-    shutil.copy(world.sibling("idx"), world.session_dir / f"{forged}.idx")
     (world.session_dir / f"{forged}.json").write_text(json.dumps(sidecar), encoding="utf-8")
     assert_all_refused(world.tools, forged)
     assert CANARY not in text_of(world.tools.grep("CANARY"))
