@@ -24,7 +24,7 @@ import logging
 import mmap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from spillstore._core.cache import BoundedCache
@@ -36,7 +36,7 @@ from spillstore._core.index import (
     validate_retention,
 )
 from spillstore._core.paging import ReadFn, physical
-from spillstore._errors import PathOutsideStore, StoreError
+from spillstore._errors import PathOutsideStore, SpillstoreError, StoreError
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink, SpillWriter
 
@@ -202,6 +202,30 @@ class Backend(abc.ABC):
         the leftover (only removed ones are reported).
         """
         return []
+
+    def _scan_data(
+        self, metas: Iterable[SpillMeta]
+    ) -> Iterator[tuple[SpillMeta, bytes | memoryview | SpillstoreError]]:
+        """Yield each spill's stored data in turn (``reader.buffer()``), or the error
+        opening or fetching it raised; each buffer is released when the next spill is
+        asked for.
+
+        A backend that can read many spills more cheaply than one :meth:`_open` each (a
+        directory held open) overrides this; its errors must read as :meth:`_open`'s.
+        """
+        for meta in metas:
+            with contextlib.ExitStack() as held:
+                try:  # a backend may find the data gone only when it fetches it
+                    buffer = held.enter_context(self._open(meta)).buffer()
+                except SpillstoreError as exc:
+                    yield meta, exc
+                    continue
+                try:
+                    yield meta, buffer
+                finally:
+                    if isinstance(buffer, memoryview):
+                        with contextlib.suppress(BufferError):  # a caller exported a view
+                            buffer.release()
 
     def _after_gc(self, *, now: float) -> None:  # noqa: B027 - optional hook
         """Housekeeping after a real (not dry-run) ``gc``: prune old tombstones, etc."""
