@@ -5,8 +5,9 @@ implements the six primitives declared here: ``_create`` (start a spill, returni
 :class:`~spillstore._stores.writer.Sink`), ``_stat``, ``_list``, ``_open`` (returning a
 :class:`DataReader`), ``_read_index`` and ``_remove``. It may override the hooks below
 them (a cross-process cleaner lock, leftovers of dead writers, housekeeping after
-``gc``, spill paths, adopting a file without a copy). Every public operation is built
-on these, once, in the layers above, each a subclass of the one before::
+``gc``, spill paths, adopting a file without a copy, reading many spills in one pass).
+Every public operation is built on these, once, in the layers above, each a subclass of
+the one before::
 
     Backend        the primitives and hooks, the store's defaults (and USE_STORE_DEFAULT),
                    the line-index cache (here)

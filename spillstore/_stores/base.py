@@ -48,7 +48,8 @@ class Store(CleanupOps):
 
     Subclasses implement the primitives ``_create``, ``_stat``, ``_list``, ``_open``,
     ``_read_index`` and ``_remove`` (and may override the hooks ``_cleaner_lock``,
-    ``_orphans``, ``_after_gc``, ``_spill_id_of_path`` and ``_adopt_in_place``). Every
+    ``_orphans``, ``_after_gc``, ``_spill_id_of_path``, ``_adopt_in_place`` and
+    ``_scan_data``). Every
     public method, and its ``a``-prefixed async twin, is shared.
 
     Args:
