@@ -27,12 +27,19 @@ stops early when its output is /dev/null, which would not be a fair baseline).
 
 The figures are written to the "## Recovery tools (issue 5)" section of
 benchmarks/RESULTS.md (that section only is replaced; other sections are kept).
+
+``--only session [--spills N] [--session-dir DIR]`` (issue 14, not recorded): a
+session-wide grep over N spills of ~17 KB (default 10,000, written through ``put`` into
+DIR/files and DIR/catalog, kept there for the next run) against ``grep -rn`` over the
+same data files, in wall and CPU time; with the store's ``list`` alone and the
+Python floor (open, fstat, read and one RE2 search per data file) beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._timing import fmt, machine, side_by_side  # noqa: E402
-from spillstore import LocalStore, SpillTools  # noqa: E402
+from spillstore import LocalStore, SpillTools, Store  # noqa: E402
 from spillstore._tools.regex import compile_pattern  # noqa: E402
 
 MIB = 1 << 20
@@ -340,6 +347,95 @@ def bench_read(directory: Path, size: int, reads: int, out: list[str]) -> None:
     shutil.rmtree(directory / "read")
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and its waited-for children (grep)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def bench_session(directory: Path, spills: int, rounds: int, out: list[str]) -> None:
+    """Issue 14: a session-wide grep of N small spills against ``grep -rn``."""
+    from benchmarks.bench_store import V2_PATTERN
+
+    try:
+        from spillstore._stores.catalog_store import CatalogStore
+    except ImportError:  # the catalog is the local store
+        stores: tuple[tuple[str, Callable[[Path], Store]], ...] = (("catalog", LocalStore),)
+    else:
+        stores = (("files", LocalStore), ("catalog", CatalogStore))
+
+    out.append(
+        f"Session-wide grep over {spills:,} spills of ~17 KB ({V2_PATTERN!r} in 1 spill in "
+        f"500), {rounds} interleaved rounds, medians of wall and CPU time (CPU: this "
+        "process plus grep's):"
+    )
+    out.append("")
+    out.append("| store | what | wall | wall vs grep -rn | CPU | CPU vs grep -rn |")
+    out.append("|---|---|---|---|---|---|")
+    for name, cls in stores:
+        for line in _session_rows(name, cls, directory / name, spills, rounds):
+            out.append(line)
+            print(line, flush=True)
+
+
+def _session_rows(
+    name: str, cls: Callable[[Path], Store], root: Path, spills: int, rounds: int
+) -> list[str]:
+    """One store's rows of :func:`bench_session` (its spills written first if missing)."""
+    from benchmarks.bench_store import V2_PATTERN, _small_output
+
+    store = cls(root)
+    have = len(store.list("s")) if (root / "s").exists() else 0
+    for n in range(have, spills):
+        store.put(_small_output(n), session="s", tool_name="bash", tool_call_id=str(n))
+    tools = SpillTools(cls(root), session="s")
+    metas = tools.store.list("s")
+    assert len(metas) == spills
+    matcher = compile_pattern(V2_PATTERN, literal=True)
+    session_dir = str(root / "s")
+
+    def floor() -> int:
+        found = 0
+        dir_fd = os.open(session_dir, os.O_RDONLY | os.O_DIRECTORY)
+        for meta in metas:
+            fd = os.open(f"{meta.spill_id}.out", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            data = os.pread(fd, os.fstat(fd).st_size, 0)
+            os.close(fd)
+            found += matcher.raw(matcher.anchor, data, 0, len(data))[0][0] >= 0
+        os.close(dir_fd)
+        return found
+
+    fns: dict[str, Callable[[], object]] = {
+        "`grep -rn` (output drained)": run_grep("-rn", "--include=*.out", V2_PATTERN, session_dir),
+        "grep_spill, count mode": lambda: tools.grep(V2_PATTERN, output_mode="count"),
+        "grep_spill, content mode": lambda: tools.grep(V2_PATTERN),
+        "grep_spill, spills mode": lambda: tools.grep(V2_PATTERN, output_mode="spills"),
+        "`list` alone (a fresh store object)": lambda: cls(root).list("s"),
+        "floor: open + read + one RE2 call a file": floor,
+    }
+    walls: dict[str, list[float]] = {key: [] for key in fns}
+    cpus: dict[str, list[float]] = {key: [] for key in fns}
+    for _ in range(rounds):
+        for key, fn in fns.items():
+            cpu, wall = _cpu_seconds(), time.perf_counter()
+            fn()
+            walls[key].append(time.perf_counter() - wall)
+            cpus[key].append(_cpu_seconds() - cpu)
+    base = next(iter(fns))
+    base_wall, base_cpu = statistics.median(walls[base]), statistics.median(cpus[base])
+    rows = []
+    for key in fns:
+        wall, cpu = statistics.median(walls[key]), statistics.median(cpus[key])
+        rows.append(
+            f"| {name} | {key} | {fmt(wall)} | {wall / base_wall:.2f}x | {fmt(cpu)} "
+            f"| {cpu / base_cpu:.2f}x |"
+        )
+    return rows
+
+
 NOTES = """
 Notes:
 
@@ -396,8 +492,13 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="where the temporary files go")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument(
-        "--only", choices=["grep", "redos", "read"], default=None, help="run one part (no record)"
+        "--only",
+        choices=["grep", "redos", "read", "session"],
+        default=None,
+        help="run one part (no record)",
     )
+    parser.add_argument("--spills", type=int, default=10_000, help="session: spills")
+    parser.add_argument("--session-dir", default=None, help="session: where the spills stay")
     args = parser.parse_args()
     grep_size = 10 * MIB if args.quick else 100 * MIB
     read_size = 100 * MIB if args.quick else GIB
@@ -416,6 +517,9 @@ def main() -> None:
             bench_redos(directory, lines)
         if args.only in (None, "read"):
             bench_read(directory, read_size, 501, lines)
+        if args.only == "session":
+            kept = Path(args.session_dir) if args.session_dir else directory
+            bench_session(kept, args.spills, args.rounds or 7, lines)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     if not args.no_record and args.only is None:

@@ -5,8 +5,9 @@ implements the six primitives declared here: ``_create`` (start a spill, returni
 :class:`~spillstore._stores.writer.Sink`), ``_stat``, ``_list``, ``_open`` (returning a
 :class:`DataReader`), ``_read_index`` and ``_remove``. It may override the hooks below
 them (a cross-process cleaner lock, leftovers of dead writers, housekeeping after
-``gc``, spill paths, adopting a file without a copy). Every public operation is built
-on these, once, in the layers above, each a subclass of the one before::
+``gc``, spill paths, adopting a file without a copy, reading many spills in one pass).
+Every public operation is built on these, once, in the layers above, each a subclass of
+the one before::
 
     Backend        the primitives and hooks, the store's defaults (and USE_STORE_DEFAULT),
                    the line-index cache (here)
@@ -24,7 +25,7 @@ import logging
 import mmap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import ClassVar, Final
 
 from spillstore._core.cache import BoundedCache
@@ -36,7 +37,7 @@ from spillstore._core.index import (
     validate_retention,
 )
 from spillstore._core.paging import ReadFn, physical
-from spillstore._errors import PathOutsideStore, StoreError
+from spillstore._errors import PathOutsideStore, SpillstoreError, StoreError
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink, SpillWriter
 
@@ -210,6 +211,30 @@ class Backend(abc.ABC):
         """Spills that share their stored data with others, by id: the key of the data
         (``gc`` counts shared bytes once). Default: none share."""
         return {}
+
+    def _scan_data(
+        self, metas: Iterable[SpillMeta]
+    ) -> Iterator[tuple[SpillMeta, bytes | memoryview | SpillstoreError]]:
+        """Yield each spill's stored data in turn (``reader.buffer()``), or the error
+        opening or fetching it raised; each buffer is released when the next spill is
+        asked for.
+
+        A backend that can read many spills more cheaply than one :meth:`_open` each (a
+        directory held open) overrides this; its errors must read as :meth:`_open`'s.
+        """
+        for meta in metas:
+            with contextlib.ExitStack() as held:
+                try:  # a backend may find the data gone only when it fetches it
+                    buffer = held.enter_context(self._open(meta)).buffer()
+                except SpillstoreError as exc:
+                    yield meta, exc
+                    continue
+                try:
+                    yield meta, buffer
+                finally:
+                    if isinstance(buffer, memoryview):
+                        with contextlib.suppress(BufferError):  # a caller exported a view
+                            buffer.release()
 
     def _after_gc(self, *, now: float) -> None:  # noqa: B027 - optional hook
         """Housekeeping after a real (not dry-run) ``gc``: prune old tombstones, etc."""

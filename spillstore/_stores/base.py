@@ -48,7 +48,8 @@ class Store(CleanupOps):
 
     Subclasses implement the primitives ``_create``, ``_stat``, ``_list``, ``_open``,
     ``_read_index`` and ``_remove`` (and may override the hooks ``_cleaner_lock``,
-    ``_orphans``, ``_after_gc``, ``_spill_id_of_path`` and ``_adopt_in_place``). Every
+    ``_orphans``, ``_after_gc``, ``_spill_id_of_path``, ``_adopt_in_place`` and
+    ``_scan_data``). Every
     public method, and its ``a``-prefixed async twin, is shared.
 
     Args:
@@ -358,7 +359,17 @@ class Store(CleanupOps):
 
     def line_index(self, spill_id: str) -> LineIndex:
         """Return a spill's line index (for Grep: line numbers of segment starts)."""
-        return self._index_for(self.stat(spill_id))
+        return self.line_index_of(self.stat(spill_id))
+
+    def line_index_of(self, meta: SpillMeta) -> LineIndex:
+        """Return the line index of the spill ``meta`` describes, without reading its
+        metadata again (a search over spills just listed).
+
+        Raises:
+            SpillExpired: it was removed since ``meta`` was read.
+            StoreError: the index is damaged or does not describe the spill.
+        """
+        return self._index_for(meta)
 
     aline_index = method_twin(line_index)
 
@@ -385,6 +396,21 @@ class Store(CleanupOps):
                     for _, view in views:
                         view.release()
                     whole.release()
+
+    def scan_data(
+        self, metas: Iterable[SpillMeta]
+    ) -> Iterator[tuple[SpillMeta, bytes | memoryview | SpillstoreError]]:
+        """Yield each spill's stored data, its stored ranges one after another, in one
+        buffer (``bytes``, or a view of an ``mmap`` of the data file).
+
+        For a search over many spills (session-wide Grep): the spills are opened from the
+        metadata in hand, with no second metadata read, and a backend may open them more
+        cheaply than one by one (the local store holds each session directory open and
+        reads a small data file whole instead of mapping it). A spill that cannot be
+        opened (expired, damaged) yields its error instead of ending the scan. Each
+        buffer is released when the next spill is asked for: do not keep it.
+        """
+        return self._scan_data(metas)
 
     # ----------------------------------------------------------------- paths
 

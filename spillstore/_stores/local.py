@@ -36,12 +36,14 @@ import builtins
 import contextlib
 import errno
 import fcntl
+import itertools
 import logging
+import operator
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import ClassVar, Final
 
 import platformdirs
@@ -49,7 +51,7 @@ import platformdirs
 from spillstore._core.gc_plan import GcEntry
 from spillstore._core.ids import is_session, is_spill_id
 from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES
-from spillstore._errors import PathOutsideStore, SpillExpired, StoreError
+from spillstore._errors import PathOutsideStore, SpillExpired, SpillstoreError, StoreError
 from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
@@ -77,6 +79,7 @@ from spillstore._stores.local_marks import (
     set_format,
 )
 from spillstore._stores.local_migrate import migrate_files_layout, upgrade_json_catalog
+from spillstore._stores.local_scan import read_small
 from spillstore._stores.local_sink import LocalSink
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink
@@ -228,6 +231,26 @@ class LocalStore(Store):
                     os.close(fd)
                     raise
         return LocalReader(fd, meta.stored_bytes)
+
+    def _scan_data(
+        self, metas: Iterable[SpillMeta]
+    ) -> Iterator[tuple[SpillMeta, bytes | memoryview | SpillstoreError]]:
+        for session, group in itertools.groupby(metas, key=operator.attrgetter("session")):
+            with contextlib.ExitStack() as held:
+                try:  # one query and one open of the directory for all the session's spills
+                    identities = self._catalog.identities(session)
+                    dir_fd = held.enter_context(self._root.session_dir(session))
+                except (OSError, SpillstoreError):
+                    identities, dir_fd = {}, -1
+                for meta in group:
+                    identity = identities.get(meta.spill_id)
+                    data = None
+                    if dir_fd >= 0 and identity is not None:
+                        data = read_small(dir_fd, meta, identity, _check_data)
+                    if data is not None:
+                        yield meta, data
+                    else:  # a big file (mapped), or a failure worded as a read words it
+                        yield from super()._scan_data((meta,))
 
     def _cached_reader(self, meta: SpillMeta) -> int:
         """A new descriptor of the data file kept open for ``meta``, or -1 (none, or

@@ -288,6 +288,12 @@ class Catalog:
             sql = "SELECT 1 FROM spill WHERE spill_id = ?"
             return self._conn().execute(sql, (spill_id,)).fetchone() is not None
 
+    def identities(self, session: str) -> dict[str, Identity]:
+        """``{spill_id: (st_dev, st_ino)}`` of a session's data files, in one query."""
+        with _db_errors(f"cannot list session {session}"):
+            sql = "SELECT spill_id, dev, ino FROM spill WHERE session = ?"
+            return {row[0]: (row[1], row[2]) for row in self._conn().execute(sql, (session,))}
+
     def ids(self, session: str) -> set[str]:
         """The ids of a session's spills."""
         with _db_errors(f"cannot list session {session}"):

@@ -9,6 +9,7 @@ so a later read says "expired" (with the reason) rather than "not found".
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -107,9 +108,14 @@ class SpillMeta(BaseModel):
             previous_end = end
         return self
 
-    @property
+    @cached_property
     def stored_bytes(self) -> int:
-        """Bytes actually stored (the size of the data file)."""
+        """Bytes actually stored (the size of the data file).
+
+        Computed once per object (a search over a session asks several times per spill);
+        a copy made with ``model_copy(update=...)`` keeps it, so never update
+        ``stored_ranges`` that way.
+        """
         return sum(end - start for start, end in self.stored_ranges)
 
     @property

@@ -21,18 +21,16 @@ from __future__ import annotations
 import json
 import mmap
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from spillstore._core.index import LineIndex
 from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import utf8_size
 from spillstore._errors import SpillNotFound, SpillstoreError
-from spillstore._stores.base import Store
 from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import MAX_SAFE_INT, GrepArgs
 from spillstore._tools.grep_lines import ContentWriter
-from spillstore._tools.regex import Matcher
+from spillstore._tools.regex import Buffer, Matcher
 from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
 from spillstore._tools.text import ToolsView, quote
 
@@ -56,42 +54,43 @@ _HINTED_DEFAULTS = {
 always writes the pattern, the spill and the offset itself)."""
 
 
-@contextmanager
-def _haystacks(
-    store: Store, meta: SpillMeta, *, trust_utf8: bool = True
-) -> Iterator[list[Haystack]]:
-    """Yield the stored ranges of a spill as searchable buffers, in order."""
-    with store.segments(meta.spill_id) as segments:
-        yield _as_haystacks(meta, segments, trust_utf8=trust_utf8)
+def _searchable(data: bytes | memoryview) -> Buffer:
+    """The store's buffer as an object with ``find``/``count`` (``bytes`` or ``mmap``).
 
-
-def _as_haystacks(
-    meta: SpillMeta, segments: Sequence[tuple[int, memoryview]], *, trust_utf8: bool = True
-) -> list[Haystack]:
-    """Turn the store's segment views into buffers with ``find`` (``bytes`` or ``mmap``).
-
-    ``memoryview`` has no ``find``/``count``; the views the store yields are slices of
-    one buffer (an ``mmap`` of the data file, or ``bytes``) laid out range after range,
-    so the underlying object is searched directly at the right physical offsets. Any
-    other shape is copied to ``bytes`` (bounded by the retention cap).
+    ``memoryview`` has neither, so the object under a view of a whole ``bytes`` or
+    ``mmap`` is searched directly; any other shape is copied (bounded by the retention
+    cap).
     """
+    if not isinstance(data, memoryview):
+        return data
+    owner = data.obj
+    if isinstance(owner, bytes | mmap.mmap) and len(owner) == len(data) and data.contiguous:
+        return owner
+    return bytes(data)
+
+
+def _as_haystacks(meta: SpillMeta, buf: Buffer, *, trust_utf8: bool = True) -> list[Haystack]:
+    """One haystack per stored range: the store lays the ranges out one after another."""
+    valid = trust_utf8 and not meta.invalid_utf8
     out: list[Haystack] = []
     base = 0
-    valid = trust_utf8 and not meta.invalid_utf8
-    for origin, view in segments:
-        size = len(view)
-        owner = view.obj
-        if (
-            isinstance(owner, bytes | mmap.mmap)
-            and view.contiguous
-            and view.itemsize == 1
-            and len(owner) == meta.stored_bytes
-        ):
-            out.append(Haystack(owner, base, base + size, origin, valid))
-        else:
-            out.append(Haystack(bytes(view), 0, size, origin, valid))
-        base += size
+    for start, end in meta.stored_ranges:
+        out.append(Haystack(buf, base, base + end - start, start, valid))
+        base += end - start
     return out
+
+
+def _may_match(meta: SpillMeta, buf: Buffer, matcher: Matcher) -> bool:
+    """False only if no stored range of the spill holds a match: one RE2 call when the
+    spill is one stored range (most spills: across a session, most hold no match)."""
+    if len(meta.stored_ranges) != 1:
+        return True
+    return matcher.raw(matcher.anchor, buf, 0, len(buf))[0][0] >= 0
+
+
+def _any_hit(stacks: Sequence[Haystack], matcher: Matcher) -> bool:
+    """Whether any of a spill's stored ranges holds a matching line."""
+    return any(count_matching_lines(hay, matcher, stop_after=1) for hay in stacks)
 
 
 @dataclass(eq=False)
@@ -180,27 +179,43 @@ class Search:
             notes = (_MAX_NOTES + 1) * (_NOTE_BYTES + id_bytes)
         return utf8_size(title) + utf8_size(hint) + notes + 16
 
-    def _each(self) -> Iterator[tuple[SpillMeta, list[Haystack], LineIndex]]:
-        """Yield each readable spill's stored ranges and index; note what was not searched.
+    def _each(
+        self, *, numbered: bool
+    ) -> Iterator[tuple[SpillMeta, list[Haystack], LineIndex | None]]:
+        """Yield each spill to search: its stored ranges and line index; note what was not
+        searched.
 
-        With one spill its errors propagate (the result is that error); across a session a
-        spill deleted or damaged meanwhile is skipped with a note, not a failed search.
+        The spills are opened from the metadata in hand, in one pass over the store
+        (:meth:`~spillstore.Store.scan_data`). Across a session only spills with a
+        matching line are yielded, so a spill with none costs one search and its index
+        is never loaded; the index is None unless ``numbered``. With one spill its errors
+        propagate (the result is that error); across a session a spill deleted or damaged
+        meanwhile is skipped with a note, not a failed search.
         """
-        for meta in self.metas:
+        store, matcher, single = self.tools.store, self.matcher, self.single
+        for meta, data in store.scan_data(self.metas):
             try:
-                with _haystacks(self.tools.store, meta, trust_utf8=self.trust_utf8) as stacks:
-                    index = self.tools.store.line_index(meta.spill_id)
-                    if not meta.complete:
-                        self.unsearched.append(
-                            f"spill {meta.spill_id} was saved in part: bytes "
-                            f"{format_ranges(meta.gaps)} were not kept and were not searched"
-                        )
-                    yield meta, stacks, index
+                if isinstance(data, SpillstoreError):
+                    raise data
+                buf = _searchable(data)
+                found = single or _may_match(meta, buf, matcher)
+                if found:
+                    stacks = _as_haystacks(meta, buf, trust_utf8=self.trust_utf8)
+                    found = single or _any_hit(stacks, matcher)
+                index = store.line_index_of(meta) if found and numbered else None
             except SpillstoreError as exc:
-                if self.single:
+                if single:
                     raise
                 reason = "it expired" if isinstance(exc, SpillNotFound) else "it cannot be read"
                 self.unsearched.append(f"spill {meta.spill_id} was not searched: {reason}")
+                continue
+            if not meta.complete:
+                self.unsearched.append(
+                    f"spill {meta.spill_id} was saved in part: bytes "
+                    f"{format_ranges(meta.gaps)} were not kept and were not searched"
+                )
+            if found:
+                yield meta, stacks, index
 
     # --- modes
 
@@ -218,7 +233,7 @@ class Search:
     def _counts(self) -> str:
         tools, args = self.tools, self.args
         rows: list[tuple[SpillMeta, int]] = []
-        for meta, stacks, _ in self._each():
+        for meta, stacks, _ in self._each(numbered=False):
             found = sum(count_matching_lines(hay, self.matcher) for hay in stacks)
             if found or self.single:
                 rows.append((meta, found))
@@ -258,10 +273,9 @@ class Search:
         matched = 0
         shown = 0
         more = False
-        for meta, stacks, _ in self._each():
-            hit = any(count_matching_lines(hay, self.matcher, stop_after=1) for hay in stacks)
-            if not hit:
-                continue
+        for meta, stacks, _ in self._each(numbered=False):
+            if self.single and not _any_hit(stacks, self.matcher):
+                continue  # across a session only spills with a match come
             matched += 1
             if matched <= args.offset:
                 continue
@@ -316,7 +330,8 @@ class Search:
         seen = 0
         more = False
         plain = not (self.before or self.after or lossy)
-        for meta, stacks, index in self._each():
+        for meta, stacks, index in self._each(numbered=True):
+            assert index is not None
             prefix = b"" if self.single else meta.spill_id.encode("ascii")
             for hay in stacks:
                 add = writer.start(hay, prefix)

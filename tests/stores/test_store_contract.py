@@ -362,6 +362,30 @@ def test_segments_expose_stored_ranges_with_line_numbers(any_store: Store) -> No
             assert index.newlines_at(start) == data.count(b"\n", 0, start)
 
 
+def test_scan_data_yields_each_spills_stored_bytes_from_the_metadata_given(
+    any_store: Store,
+) -> None:
+    """scan_data() yields every listed spill's stored ranges, laid out one after another,
+    in the order given, and the error of a spill removed since it was listed."""
+    whole = _log(10_000)
+    cut = any_store.put(whole, **KW, retention_bytes=100_000, retained_tail_bytes=30_000)
+    small = any_store.put(b"one\ntwo\n", **KW)
+    empty = any_store.put(b"", **KW)
+    gone = any_store.put(b"removed after the listing\n", **KW)
+    metas = [cut, small, empty, gone]
+    any_store.delete(gone.spill_id)
+    seen = []
+    for meta, data in any_store.scan_data(metas):
+        seen.append(meta.spill_id)
+        if meta is gone:
+            assert isinstance(data, SpillExpired)
+            continue
+        assert not isinstance(data, Exception)
+        assert bytes(data) == b"".join(_stored(any_store, meta.spill_id))
+        assert any_store.line_index_of(meta).describes(meta.total_bytes, meta.total_lines)
+    assert seen == [m.spill_id for m in metas]
+
+
 # --------------------------------------------------------------------------- names
 
 

@@ -16,6 +16,7 @@ from spillstore._core.index import LineIndex
 from spillstore._errors import RequestRefused
 from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
+from spillstore._stores.meta import SpillMeta
 from spillstore._tools.regex import compile_pattern, required_literal
 from spillstore._tools.scan import Haystack, iter_hits
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools
@@ -264,6 +265,54 @@ def test_all_spills_of_the_session_are_searched_and_no_others(any_store: Store) 
     assert spills.split("\n")[1] == f'{first} (tool "a", call "call_1")'
     assert spills.endswith('output_mode="spills", head_limit=1, offset=1) --')
     assert second in text_of(tools.grep("needle", output_mode="spills", offset=1))
+
+
+def test_a_session_wide_search_reads_no_metadata_again_and_numbers_only_spills_that_match(
+    any_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Across a session each listed spill is opened once, from the listing's metadata,
+    and only a spill with a matching line has its line index loaded."""
+    spills = [put(any_store, log_lines(50 + n), tool=f"t{n}") for n in range(6)]
+    target = put(any_store, log_lines(40) + b"the needle\n" + log_lines(5))
+    stats: list[str] = []
+    indexes: list[str] = []
+    real_stat, real_index = any_store._stat, any_store.line_index_of
+    monkeypatch.setattr(
+        any_store, "_stat", lambda spill_id: stats.append(spill_id) or real_stat(spill_id)
+    )
+    monkeypatch.setattr(
+        any_store, "line_index_of", lambda meta: indexes.append(meta.spill_id) or real_index(meta)
+    )
+    tools = SpillTools(any_store)
+    assert hits(text_of(tools.grep("needle"))) == [(target, 41, "the needle")]
+    assert "1 matching lines in 1 spills" in text_of(tools.grep("needle", output_mode="count"))
+    assert target in text_of(tools.grep("needle", output_mode="spills"))
+    assert (stats, indexes) == ([], [target])
+    found = hits(text_of(tools.grep("request 45 handled", head_limit=0)))
+    assert sorted(spill for spill, _, _ in found) == sorted(spills)
+    assert stats == [] and sorted(indexes[1:]) == sorted(spills)
+
+
+@pytest.mark.parametrize("mode", ["content", "count", "spills"])
+def test_a_spill_removed_after_the_listing_is_named_and_the_others_are_searched(
+    any_store: Store, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A spill deleted between the session's listing and its search is named as expired,
+    and does not stop the search."""
+    first = put(any_store, b"a needle\n", tool="a")
+    gone = put(any_store, b"another needle\n", tool="b")
+    last = put(any_store, b"a last needle\n", tool="c")
+    real_list = any_store.list
+
+    def list_then_delete(session: str | None = None) -> list[SpillMeta]:
+        metas = real_list(session)
+        any_store.delete(gone)
+        return metas
+
+    monkeypatch.setattr(any_store, "list", list_then_delete)
+    text = text_of(SpillTools(any_store).grep("needle", output_mode=mode))
+    assert f"spill {gone} was not searched: it expired" in text
+    assert first in text and last in text
 
 
 def test_no_match_is_not_an_error(any_store: Store) -> None:
