@@ -18,6 +18,7 @@ named in a note rather than failing the search.
 
 from __future__ import annotations
 
+import itertools
 import json
 import mmap
 from collections.abc import Iterator, Sequence
@@ -86,6 +87,38 @@ def _may_match(meta: SpillMeta, buf: Buffer, matcher: Matcher) -> bool:
     if len(meta.stored_ranges) != 1:
         return True
     return matcher.raw(matcher.anchor, buf, 0, len(buf))[0][0] >= 0
+
+
+def _one_line_once(
+    stacks: Sequence[Haystack], matcher: Matcher, index: LineIndex
+) -> list[Haystack]:
+    """The stored ranges, searched so that a line running across a gap counts once.
+
+    When the retention cap cut one line in two (no newline between the end of a kept
+    range and the start of the next), and the line's part before the gap already matches,
+    the part after the gap is skipped up to its first newline: the line was reported.
+    """
+    out = [stacks[0]]
+    for before, after in itertools.pairwise(stacks):
+        hay = after
+        buf, end = before.buf, before.origin + (before.hi - before.lo)
+        try:
+            one_line = (
+                before.hi > before.lo
+                and buf[before.hi - 1 : before.hi] != b"\n"
+                and index.newlines_at(end) == index.newlines_at(hay.origin)
+            )
+        except KeyError:  # not a checkpoint: keep both parts
+            one_line = False
+        if one_line:
+            cut = buf.rfind(b"\n", before.lo, before.hi) + 1 or before.lo
+            last = Haystack(buf, cut, before.hi, before.origin + cut - before.lo)
+            if count_matching_lines(last, matcher, stop_after=1):
+                newline = buf.find(b"\n", hay.lo, hay.hi)
+                lo = hay.hi if newline < 0 else newline + 1
+                hay = Haystack(buf, lo, hay.hi, hay.origin + lo - hay.lo, hay.valid_utf8)
+        out.append(hay)
+    return out
 
 
 def _any_hit(stacks: Sequence[Haystack], matcher: Matcher) -> bool:
@@ -202,7 +235,11 @@ class Search:
                 if found:
                     stacks = _as_haystacks(meta, buf, trust_utf8=self.trust_utf8)
                     found = single or _any_hit(stacks, matcher)
-                index = store.line_index_of(meta) if found and numbered else None
+                spliced = found and len(stacks) > 1  # retention cut a line in two?
+                index = store.line_index_of(meta) if found and (numbered or spliced) else None
+                if spliced:
+                    assert index is not None
+                    stacks = _one_line_once(stacks, matcher, index)
             except SpillstoreError as exc:
                 if single:
                     raise

@@ -194,3 +194,19 @@ def test_a_file_whose_kept_tail_is_empty_counts_its_last_line() -> None:
     )
     with enforcing_all():
         run_file(config, b"\n" + "\u20ac".encode() * 1366, MEMORY)
+
+
+def test_a_line_cut_in_two_by_retention_is_found_once_by_grep() -> None:
+    """The needle at both ends of one long line; retention keeps both ends: grep lists
+    and counts line 1 once (found by the 100,000-example run)."""
+    config = Settings(
+        max_bytes=2048,
+        head_bytes=1,
+        tail_bytes=1,
+        max_line_bytes=None,
+        retention_bytes=4096,
+        retained_tail_bytes=10,
+    )
+    text = "QzNeedLeQz" + "\U0001f600" * 1100 + "QzNeedLeQz"
+    with enforcing_all():
+        run_stream(config, [text], MEMORY)

@@ -345,6 +345,30 @@ def test_partially_saved_spill_reports_what_was_not_searched(any_store: Store) -
     assert hits(text_of(tools.grep("line 10000", meta.spill_id))) == []
 
 
+@pytest.mark.parametrize("tail_matches", [True, False])
+def test_a_line_cut_in_two_by_retention_is_one_matching_line(
+    any_store: Store, tail_matches: bool
+) -> None:
+    """A line running across the unkept gap, matching before it (and after it, or not), is
+    listed and counted once, with the part after the gap not searched again; the next
+    line after the gap is still found."""
+    tail = b"NEEDLE" if tail_matches else b"plain"
+    data = b"NEEDLE " + "\u20ac".encode() * 2000 + tail + b"\nNEEDLE again\n"
+    meta = any_store.put(
+        data,
+        session=SESSION,
+        tool_name="bash",
+        tool_call_id="c",
+        retention_bytes=4096,
+        retained_tail_bytes=30,
+    )
+    assert len(meta.stored_ranges) == 2
+    tools = SpillTools(any_store)
+    assert [line for _, line, _ in hits(text_of(tools.grep("NEEDLE", meta.spill_id)))] == [1, 2]
+    counted = text_of(tools.grep("NEEDLE", meta.spill_id, output_mode="count"))
+    assert counted.split("\n", 1)[0].endswith(": 2 matching lines"), counted
+
+
 # --------------------------------------------------------------------------- patterns
 
 
