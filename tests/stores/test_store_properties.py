@@ -254,3 +254,15 @@ def test_an_open_or_committed_writer_has_no_measure_to_hand_over() -> None:
         writer.commit()
         with pytest.raises(UsageError, match="once aborted"):
             _ = writer.taken
+
+
+def test_a_writer_the_caller_aborts_hands_over_every_byte_it_took() -> None:
+    """Aborting a writer whose hash thread is busy still measures every byte it took."""
+    data = b"caf\xc3\xa9 line\n" * 400_000  # 5.2 MB: the hash and write threads run
+    writer = STORES["local"].writer(session="s", tool_name="t", tool_call_id="aborted")
+    for start in range(0, len(data), 300_007):
+        writer.write(data[start : start + 300_007])
+    writer.abort()
+    taken = writer.taken
+    measured = (taken.sha256, taken.total_bytes, taken.newlines, taken.invalid_utf8)
+    assert measured == _measure_of(data)
