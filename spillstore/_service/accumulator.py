@@ -4,11 +4,11 @@ A subprocess pipe or a streaming tool hands over chunks as they come. The accumu
 keeps up to the inline budget in memory; the moment the output outgrows it, it opens a
 store writer, hands it what it kept, and from then on streams every chunk straight
 through, keeping only the first bytes (for the head preview) and a small ring of the
-last bytes (for the tail). Sizes and newlines are counted as it goes, once: the store
-writer counts newlines; only if the store fails does the accumulator count the rest
-itself, for the "not saved" preview. The accumulator hashes and checks UTF-8 validity of
-the bytes past the budget itself too, so a "not saved" preview states the real sha256
-and validity (the writer's hash of the bytes before a failure is lost with it).
+last bytes (for the tail). Each byte is measured once: while the store writer works, it
+hashes, counts and checks every byte; if the store fails, the writer hands its measure
+over (:attr:`~spillstore._stores.writer.SpillWriter.taken`) and the accumulator continues
+it with the bytes the writer never took, so a "not saved" preview still states the
+output's real size, lines, sha256 and UTF-8 validity.
 
 When the stream ends, :meth:`~OutputAccumulator.ok` or :meth:`~OutputAccumulator.error`
 finishes it with a suffix that no cap can drop, and returns the same kind of result
@@ -19,7 +19,6 @@ flow (:mod:`spillstore._service.decide`), run by the flow's drivers.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -39,8 +38,8 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.render import render
-from spillstore._service.sides import strict, suffix_flow, validate
-from spillstore._stores.writer import Utf8Check
+from spillstore._service.sides import strict, suffix_flow
+from spillstore._stores.tally import Tally
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
@@ -80,9 +79,7 @@ class OutputAccumulator:
         self._head = b""
         self._tail = bytearray()
         self._total = 0
-        self._newlines = 0
-        self._hasher = hashlib.sha256()
-        self._utf8 = Utf8Check()
+        self._measure: Tally | None = None  # the output's measure, once no writer takes it
         self._writer: SpillWriter | None = None
         self._awriter: AsyncSpillWriter | None = None
         self._write_error: Exception | None = None
@@ -120,34 +117,35 @@ class OutputAccumulator:
                 return None
             self._head = bytes(self._buffer[: self._keep_head])
             data, self._buffer = bytes(self._buffer), bytearray()
-        self._hasher.update(data)  # only bytes past the budget: a small output costs nothing
-        validate(self._utf8, data)
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
-        if self._write_error is not None:
-            self._newlines += data.count(b"\n")  # no writer counts them any more
+        if self._measure is not None:  # the store failed: no writer measures them any more
+            self._measure.feed(data)
             return None
         return data
 
-    def _count_after_failure(
-        self, counted: tuple[int, int], rest: Sequence[bytes | bytearray | memoryview | str]
+    def _take_over(
+        self, taken: Tally, rest: Sequence[bytes | bytearray | memoryview | str]
     ) -> None:
-        """Once the store failed: the newlines so far, for the "not saved" preview.
+        """Once the store failed: continue the writer's measure of the output.
 
-        While a writer works it is the one that counts newlines (each byte is counted
-        once); ``counted`` is its ``(total_bytes, newlines)``. The output's bytes past
-        its total are the end of ``rest``, the chunks whose hand-over failed.
+        ``taken`` is the writer's measure of the bytes it took (a fresh one if no writer
+        was made); the output's bytes past them are the end of ``rest``, the chunks
+        whose hand-over failed.
         """
-        written, newlines = counted
-        missing = self._total - written
+        missing = self._total - taken.total_bytes
+        parts: list[bytes] = []
         for chunk in reversed(rest):
             if missing <= 0:
                 break
             data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
             part = data[-missing:] if missing < len(data) else data
-            newlines += part.count(b"\n")
+            parts.append(part)
             missing -= len(part)
-        self._newlines = newlines
+        assert missing == 0, "the failed chunks end where the output ends"
+        for part in reversed(parts):
+            taken.feed(part)
+        self._measure = taken
 
     def _spill_args(self) -> SpillArgs:
         return spill_args(self._host, self._tool_name, self._tool_call_id)
@@ -176,9 +174,6 @@ class OutputAccumulator:
             # Invalid UTF-8 that outgrows the budget once decoded: the raw bytes are the
             # output, so they are what is saved, measured and ranged.
             self._head, self._tail = raw[: self._keep_head], bytearray(raw[-self._keep_tail :])
-            self._hasher.update(raw)
-            validate(self._utf8, raw)
-            self._newlines = raw.count(b"\n")  # no writer counted them: the "not saved" preview
             try:
                 saved = yield call(
                     host.store.put,
@@ -189,6 +184,7 @@ class OutputAccumulator:
                 )
             except STORE_FAILURES as exc:
                 saved = exc
+                self._take_over(Tally(), (raw,))  # small: measured only when not saved
         elif saved is None:
             try:
                 saved = yield call(self._commit, self._acommit, suffix)
@@ -202,15 +198,21 @@ class OutputAccumulator:
             result=ToolResult(content=(), is_error=is_error),
             head_raw=self._head,
             tail_raw=bytes(self._tail),
-            counted=Measure(
-                self._hasher.hexdigest(), self._total, self._newlines, not self._utf8.finish()
-            ),
+            counted=self._counted(),
             suffix=shown,
             tool_name=self._tool_name,
             tool_call_id=self._tool_call_id,
             json_shape=shape,
         )
         return render(host, step, saved)
+
+    def _counted(self) -> Measure | None:
+        """The output's measure for a "not saved" preview (``None`` once saved: the
+        store's metadata states it)."""
+        measure = self._measure
+        if measure is None:
+            return None
+        return Measure(measure.sha256, measure.total_bytes, measure.newlines, measure.invalid_utf8)
 
     # --- sync shell ----------------------------------------------------------------
 
@@ -243,11 +245,12 @@ class OutputAccumulator:
         the sync writer (if any) is dropped."""
         self._write_error = exc
         writer, self._writer = self._writer, None
-        counted = (0, 0) if writer is None else (writer.total_bytes, writer.newlines)
-        self._count_after_failure(counted, (failed,))
-        if writer is not None:
-            with contextlib.suppress(*STORE_FAILURES):  # the first error is the one to report
-                writer.abort()
+        if writer is None:
+            self._take_over(Tally(), (failed,))
+            return exc
+        with contextlib.suppress(*STORE_FAILURES):  # the first error is the one to report
+            writer.abort()
+        self._take_over(writer.taken, (failed,))
         return exc
 
     # --- async shell ---------------------------------------------------------------
@@ -282,13 +285,11 @@ class OutputAccumulator:
         self._write_error = exc
         writer, self._awriter = self._awriter, None
         if writer is None:
-            self._count_after_failure((0, 0), (failed,))
-        else:
-            rest = writer.failed_batch or (failed,)
-            self._count_after_failure((writer.total_bytes, writer.newlines), rest)
-        if writer is not None:
-            with contextlib.suppress(*STORE_FAILURES):
-                await writer.abort()
+            self._take_over(Tally(), (failed,))
+            return exc
+        with contextlib.suppress(*STORE_FAILURES):
+            await writer.abort()
+        self._take_over(writer.taken, writer.failed_batch or (failed,))
         return exc
 
 

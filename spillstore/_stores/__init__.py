@@ -6,6 +6,8 @@ Shared by every backend (each layer a subclass of the one before)::
     cleanup      CleanupOps: delete, clean and gc over those primitives
     base         Store: writer, put, adopt, stat, list, the reads, resolve (+ async twins)
     writer       SpillWriter and AsyncSpillWriter; the Sink a backend receives bytes through
+    pipeline     the writer's hash and write threads
+    tally        Tally (sha256, size, newlines, UTF-8 check) a failed writer hands over
     meta         SpillMeta (the sidecar) and the tombstone record
     errors       "not found", "expired", and OSError translation
 

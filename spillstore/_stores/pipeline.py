@@ -4,6 +4,10 @@
 newlines) in the producer's thread; a :class:`Pipeline` takes every piece to hash and
 every part to store. ``hashlib`` (on large buffers) and file writes release the GIL, so
 hashing, writing and the producer's own work (reading a pipe, counting) overlap.
+
+Hashing outlives a failed write: every piece submitted is hashed, also after the sink
+failed or the pipeline was aborted, so the writer can hand its measure of the output
+over (:class:`~spillstore._stores.tally.Tally`) instead of the caller hashing it again.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from spillstore._stores.tally import Hasher
     from spillstore._stores.writer import Sink
 
 __all__ = ["PIPELINE_BATCH_BYTES", "PIPELINE_MIN_BYTES", "PIPELINE_QUEUE_BATCHES", "Pipeline"]
@@ -30,11 +35,15 @@ PIPELINE_QUEUE_BATCHES: Final = 2
 
 
 class _Worker:
-    """One stage of the pipeline: a thread applying ``step`` to queued buffers, in order."""
+    """One stage of the pipeline: a thread applying ``step`` to queued buffers, in order.
 
-    def __init__(self, step: Callable[[Any], object], pipeline: Pipeline, name: str) -> None:
+    It stops applying ``step`` after its own error, and also when ``halted()`` says so.
+    """
+
+    def __init__(self, step: Callable[[Any], object], halted: Callable[[], bool], name: str):
         self._step = step
-        self._pipeline = pipeline
+        self._halted = halted
+        self.error: BaseException | None = None
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=PIPELINE_QUEUE_BATCHES)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -44,11 +53,11 @@ class _Worker:
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            if self._pipeline.error is None and not self._pipeline.aborted:
+            if self.error is None and not self._halted():
                 try:
                     self._step(item)
                 except BaseException as exc:  # handed to the caller's thread
-                    self._pipeline.error = exc
+                    self.error = exc
 
     def stop(self) -> None:
         self._queue.put(None)
@@ -65,35 +74,55 @@ class Pipeline:
     from hashlib or the sink must take the GIL back, which waits while the caller's
     thread is busy, so one hand-over per 64 KiB piece was measurable. Bounded queues keep
     memory flat (at most ``PIPELINE_QUEUE_BATCHES + 2`` batches in flight per stage);
-    order is kept within each stage.
+    order is kept within each stage. Once drained (or aborted), the pipeline works in
+    the caller's thread.
     """
 
     def __init__(self, sink: Sink) -> None:
         self._sink = sink
-        self._sha = hashlib.sha256()
+        self._sha: Hasher = hashlib.sha256()
         self._inline = 0
-        self._workers: tuple[_Worker, _Worker] | None = None
+        self._threaded = False
+        self._hashing: _Worker | None = None
+        self._writing: _Worker | None = None
         self._to_hash: list[bytes | memoryview] = []
         self._to_write: list[bytes | memoryview] = []
         self._batched = 0
-        self.error: BaseException | None = None
-        self.aborted = False
+        self._failed: BaseException | None = None
+        self._aborted = False
+
+    @property
+    def error(self) -> BaseException | None:
+        """The first failure of a stage (the sink's or the hash's), if any."""
+        if self._failed is None:
+            for worker in (self._writing, self._hashing):
+                if worker is not None and worker.error is not None:
+                    self._failed = worker.error
+                    break
+        return self._failed
 
     def submit(self, piece: bytes | memoryview, part: bytes | memoryview) -> None:
-        if self.error is not None:
-            raise self.error
-        if self._workers is None:
-            if self._inline + len(piece) <= PIPELINE_MIN_BYTES:
+        """Hash ``piece`` and write ``part``; raise the first failure of either stage.
+
+        ``piece`` is hashed even when the sink has failed, so the hash covers every
+        piece submitted.
+        """
+        if not self._threaded:
+            if self._hashing is not None or self._inline + len(piece) <= PIPELINE_MIN_BYTES:
                 self._inline += len(piece)
                 if piece:
                     self._sha.update(piece)
-                if part:
-                    self._sink.write(part)
+                if part and self.error is None and not self._aborted:
+                    try:
+                        self._sink.write(part)
+                    except BaseException as exc:
+                        self._failed = exc
+                        raise
+                self._raise()
                 return
-            self._workers = (
-                _Worker(self._sha.update, self, "spillstore-hash"),
-                _Worker(self._sink.write, self, "spillstore-write"),
-            )
+            self._threaded = True
+            self._hashing = _Worker(self._sha.update, lambda: False, "spillstore-hash")
+            self._writing = _Worker(self._sink.write, self._write_halted, "spillstore-write")
         if piece:
             self._to_hash.append(piece)
         if part:
@@ -101,36 +130,47 @@ class Pipeline:
         self._batched += max(len(piece), len(part))
         if self._batched >= PIPELINE_BATCH_BYTES:
             self._hand_over()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def _write_halted(self) -> bool:
+        return self._aborted or self.error is not None
 
     def _hand_over(self) -> None:
-        assert self._workers is not None
+        assert self._hashing is not None and self._writing is not None
         # One buffer a batch (a lone bytes piece is not copied): each call into hashlib or
         # the sink gives up the GIL and must take it back, which waits while the
         # producer's thread is busy counting.
         if self._to_hash:
-            self._workers[0].put(_joined(self._to_hash))
+            self._hashing.put(_joined(self._to_hash))
             self._to_hash = []
         if self._to_write:
-            self._workers[1].put(_joined(self._to_write))
-            self._to_write = []
+            if self._write_halted():
+                self._to_write = []
+            else:
+                self._writing.put(_joined(self._to_write))
+                self._to_write = []
         self._batched = 0
 
     def _stop(self) -> None:
-        if self._workers is not None:
-            for worker in self._workers:
-                worker.stop()
-            self._workers = None
+        """Hand over what is batched and wait for both threads to finish their queues."""
+        if self._threaded:
+            self._hand_over()
+            self._threaded = False
+            assert self._hashing is not None and self._writing is not None
+            self._writing.stop()
+            self._hashing.stop()
 
     def drain(self) -> None:
         """Hand over what is batched, wait for the workers; re-raise their error.
 
         Later submissions run inline (in the caller's thread).
         """
-        if self._workers is not None:
-            self._hand_over()
         self._stop()
-        if self.error is not None:
-            raise self.error
+        self._raise()
 
     def finish(self) -> str:
         """Drain; return the sha256 hex digest of every piece."""
@@ -138,10 +178,22 @@ class Pipeline:
         return self._sha.hexdigest()
 
     def abort(self) -> None:
-        """Stop the workers, dropping whatever is queued."""
-        self._to_hash, self._to_write = [], []
-        self.aborted = True
+        """Stop writing, dropping the parts queued; every piece submitted is still hashed."""
+        self._aborted = True
+        self._to_write = []
         self._stop()
+
+    @property
+    def hasher(self) -> Hasher:
+        """After :meth:`abort`: the sha256 of every piece submitted.
+
+        Raises:
+            BaseException: hashing itself failed (e.g. ``MemoryError``): no hash to give.
+        """
+        assert not self._threaded, "the pipeline is still running"
+        if self._hashing is not None and self._hashing.error is not None:
+            raise self._hashing.error
+        return self._sha
 
 
 def _joined(pieces: list[bytes | memoryview]) -> bytes | memoryview:

@@ -13,7 +13,6 @@ with batched chunks.
 from __future__ import annotations
 
 import abc
-import codecs
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
@@ -27,6 +26,7 @@ from spillstore._errors import ConfigError, StoreError, UsageError
 from spillstore._stores.errors import map_os_errors
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.pipeline import Pipeline
+from spillstore._stores.tally import Tally, Utf8Check
 from spillstore._twins import in_thread
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "AsyncSpillWriter",
     "Sink",
     "SpillWriter",
+    "Tally",
     "Utf8Check",
     "copy_fd",
     "copy_file",
@@ -75,54 +76,6 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def discard(self) -> None:
         """Remove what was written; nothing of this spill stays visible or on disk."""
-
-
-class Utf8Check:
-    """Incremental strict UTF-8 validation, on bounded windows, without copies.
-
-    ``codecs.utf_8_decode`` on 128 KiB memoryview windows runs about 3x faster than an
-    incremental decoder fed 1 MiB pieces (which concatenates and allocates large strs).
-    A sequence cut between two pieces is carried over (at most 3 bytes).
-    """
-
-    WINDOW = 128 * 1024
-
-    def __init__(self) -> None:
-        self.valid = True
-        self._carry = b""
-
-    @property
-    def pending(self) -> bool:
-        """Whether a multi-byte sequence is waiting for its next bytes."""
-        return bool(self._carry)
-
-    def feed(self, piece: bytes | memoryview) -> None:
-        if not self.valid:
-            return
-        view = memoryview(piece)
-        start = 0
-        try:
-            if self._carry:
-                joined = self._carry + bytes(view[: 4 - len(self._carry)])
-                _, used = codecs.utf_8_decode(joined, "strict", False)
-                if used == 0:
-                    self._carry = joined
-                    return
-                start = used - len(self._carry)
-                self._carry = b""
-            while start < len(view):
-                end = min(start + self.WINDOW, len(view))
-                _, used = codecs.utf_8_decode(view[start:end], "strict", False)
-                if end == len(view):
-                    self._carry = bytes(view[start + used : end])
-                    return
-                start += used
-        except UnicodeDecodeError:
-            self.valid = False
-
-    def finish(self) -> bool:
-        """Return whether everything fed was valid UTF-8 (an unfinished sequence is not)."""
-        return self.valid and not self._carry
 
 
 def _check_open(state: str) -> None:
@@ -174,14 +127,27 @@ class SpillWriter:
         return self._builder.total_bytes
 
     @property
-    def newlines(self) -> int:
-        """Newlines in the :attr:`total_bytes` bytes written so far.
+    def taken(self) -> Tally:
+        """Once aborted (by a failure or the caller): the measure of every byte taken.
 
-        The two are always consistent, also after a failed :meth:`write`: a caller that
-        kept the output's bytes past :attr:`total_bytes` can count the rest itself,
-        instead of counting every byte a second time while the writer works.
+        Its sha256, size, newline count and UTF-8 check cover exactly the
+        :attr:`total_bytes` bytes the writer took before it stopped; a caller that must
+        still describe the whole output continues it with the rest (``Tally.feed``).
+
+        Raises:
+            UsageError: the writer is still open, or committed.
         """
-        return self._builder.newlines
+        if self._state != "aborted":
+            raise UsageError(
+                f"a spill writer's measure is handed over once aborted, not {self._state}"
+            )
+        builder = self._builder
+        return Tally(
+            self._pipeline.hasher,
+            self._utf8,
+            total_bytes=builder.total_bytes,
+            newlines=builder.newlines,
+        )
 
     def __enter__(self) -> SpillWriter:
         return self
@@ -289,7 +255,10 @@ class SpillWriter:
         return published
 
     def abort(self) -> None:
-        """Drop the spill: nothing written stays visible or on disk. Idempotent."""
+        """Drop the spill: nothing written stays visible or on disk. Idempotent.
+
+        The bytes taken are still hashed (a few batches at most): see :attr:`taken`.
+        """
         if self._state != "open":
             return
         self._state = "aborted"
@@ -317,9 +286,10 @@ class AsyncSpillWriter:
         return self._writer.total_bytes
 
     @property
-    def newlines(self) -> int:
-        """Newlines in those :attr:`total_bytes` bytes (see :attr:`SpillWriter.newlines`)."""
-        return self._writer.newlines
+    def taken(self) -> Tally:
+        """Once aborted: the measure of the bytes the sync writer took (see
+        :attr:`SpillWriter.taken`)."""
+        return self._writer.taken
 
     @property
     def failed_batch(self) -> tuple[bytes | bytearray | memoryview | str, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 
 import pytest
 
@@ -221,13 +222,17 @@ class _FillingSink(Sink):
 @pytest.mark.anyio
 @pytest.mark.parametrize("room", [0, 100_000, 3_000_000])
 @pytest.mark.parametrize("twin", ["sync", "async"])
-async def test_not_saved_preview_counts_every_line_when_the_disk_fills(
-    room: int, twin: str
+@pytest.mark.parametrize("stray", [None, 50_000, 5_000_000])
+async def test_not_saved_preview_states_the_real_measure_when_the_disk_fills(
+    room: int, twin: str, stray: int | None
 ) -> None:
     """When the store fails part-way (before, during or after the writer's threads took
-    over), the "not saved" preview still gives the exact byte and line totals."""
+    over), the "not saved" preview still gives the exact byte and line totals, sha256 and
+    UTF-8 validity (an invalid byte before or after the failure included)."""
     line = "0123456789 caf\u00e9 \U0001f600 timeout ok\n".encode()
     data = line * 200_000  # 7.6 MB: the writer's pipeline runs in its threads
+    if stray is not None:
+        data = data[:stray] + b"\xff" + data[stray:]
     config = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, retention_bytes=None)
     acc = TruncationService(_DiskFillsUp(room), config).accumulator(tool_name="t", tool_call_id="c")
     for chunk in _chunks(data, 70_001):
@@ -239,5 +244,7 @@ async def test_not_saved_preview_counts_every_line_when_the_disk_fills(
     assert out.spill is not None and out.spill.saved == "none"
     assert out.spill.total_bytes == len(data)
     assert out.spill.total_lines == data.count(b"\n")
+    assert out.spill.sha256 == hashlib.sha256(data).hexdigest()
+    assert out.spill.invalid_utf8 == (stray is not None)
     lines = data.count(b"\n")
     assert f"{len(data)} bytes, {lines} lines" in _text(out)

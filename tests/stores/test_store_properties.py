@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import os
 import tempfile
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spillstore._core.index as index_module
+import spillstore._stores.pipeline as pipeline_module
 from spillstore._core.index import count_lines
-from spillstore._errors import RangeNotStored
+from spillstore._errors import RangeNotStored, StoreError, UsageError
 from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore
 from spillstore._stores.memory import MemoryStore
-from spillstore._stores.writer import Utf8Check
+from spillstore._stores.meta import SpillMeta
+from spillstore._stores.tally import Tally
+from spillstore._stores.writer import Sink, SpillWriter, Utf8Check
 from tests.strategies import chunks, hostile_text, retention_limits, spill_outputs
 
 _TMP = tempfile.TemporaryDirectory(prefix="spillstore-props-")
@@ -147,3 +152,115 @@ def test_utf8_check_matches_strict_decode(data: bytes, cuts: list[int], window: 
     except UnicodeDecodeError:
         valid = False
     assert check.finish() == valid
+
+
+class _SinkFailingAt(Sink):
+    """A sink that takes ``room`` bytes, then fails every write (and, with ``room`` None,
+    only the publish)."""
+
+    def __init__(self, room: int | None) -> None:
+        self.room = room
+
+    def write(self, data: bytes | memoryview) -> None:
+        if self.room is not None:
+            self.room -= len(data)
+            if self.room < 0:
+                raise StoreError(errno.ENOSPC, "No space left on device")
+
+    def publish(self, meta: SpillMeta, index: bytes) -> SpillMeta:
+        raise StoreError(errno.EIO, "Input/output error")
+
+    def discard(self) -> None:
+        pass
+
+
+def _measure_of(data: bytes) -> tuple[str, int, int, bool]:
+    try:
+        data.decode()
+        invalid = False
+    except UnicodeDecodeError:
+        invalid = True
+    return hashlib.sha256(data).hexdigest(), len(data), data.count(b"\n"), invalid
+
+
+@settings(max_examples=300)
+@given(
+    data=spill_outputs,
+    cuts=st.lists(st.integers(0, 500), max_size=10),
+    room=st.one_of(st.none(), st.integers(0, 2_000)),
+    threaded_past=st.sampled_from([0, 7, 1 << 20]),
+    batch=st.sampled_from([1, 5, 64]),
+    cap=st.sampled_from([None, 64, 1_000]),
+)
+def test_a_failed_writer_hands_over_the_exact_measure_of_what_it_took(
+    data: bytes, cuts: list[int], room: int | None, threaded_past: int, batch: int, cap: int | None
+) -> None:
+    """Whenever the store fails (a write, from the hash/write threads or inline, or the
+    publish), the writer's measure covers exactly the bytes it took, and continued with
+    the rest it equals the whole output's sha256, size, newlines and UTF-8 validity."""
+    with (
+        mock.patch.object(pipeline_module, "PIPELINE_MIN_BYTES", threaded_past),
+        mock.patch.object(pipeline_module, "PIPELINE_BATCH_BYTES", batch),
+    ):
+        writer = SpillWriter(
+            _SinkFailingAt(room),
+            session="s",
+            tool_name="t",
+            tool_call_id="c",
+            retention_bytes=cap,
+            retained_tail_bytes=0 if cap is None else cap // 4,
+            created_at=lambda: 0.0,
+        )
+        failed = False
+        try:
+            for chunk in chunks(data, cuts):
+                writer.write(chunk)
+            writer.commit()
+        except StoreError:
+            failed = True
+    assert failed
+    taken = writer.taken
+    took = taken.total_bytes
+    assert took == writer.total_bytes <= len(data)
+    measured = (taken.sha256, took, taken.newlines, taken.invalid_utf8)
+    assert measured == _measure_of(data[:took])
+    taken.feed(data[took:])
+    assert (taken.sha256, taken.total_bytes, taken.newlines, taken.invalid_utf8) == _measure_of(
+        data
+    )
+
+
+@settings(max_examples=200)
+@given(data=spill_outputs, cuts=st.lists(st.integers(0, 500), max_size=10))
+def test_a_tally_measures_like_the_whole_bytes(data: bytes, cuts: list[int]) -> None:
+    """A tally fed the output in any pieces states its sha256, size, lines and validity."""
+    tally = Tally()
+    for chunk in chunks(data, cuts):
+        tally.feed(chunk)
+    assert (tally.sha256, tally.total_bytes, tally.newlines, tally.invalid_utf8) == _measure_of(
+        data
+    )
+
+
+def test_an_open_or_committed_writer_has_no_measure_to_hand_over() -> None:
+    """The measure is handed over only once the writer stopped without committing."""
+    store = STORES["memory"]
+    with store.writer(session="s", tool_name="t", tool_call_id="open") as writer:
+        writer.write(b"abc\n")
+        with pytest.raises(UsageError, match="once aborted"):
+            _ = writer.taken
+        writer.commit()
+        with pytest.raises(UsageError, match="once aborted"):
+            _ = writer.taken
+
+
+def test_a_writer_the_caller_aborts_hands_over_every_byte_it_took() -> None:
+    """Aborting a writer whose hash thread is busy still measures every byte it took."""
+    data = b"caf\xc3\xa9 line\n" * 400_000  # 5.2 MB: the hash and write threads run
+    writer = STORES["local"].writer(session="s", tool_name="t", tool_call_id="aborted")
+    for start in range(0, len(data), 300_007):
+        writer.write(data[start : start + 300_007])
+    writer.abort()
+    taken = writer.taken
+    measured = (taken.sha256, taken.total_bytes, taken.newlines, taken.invalid_utf8)
+    assert measured == _measure_of(data)
