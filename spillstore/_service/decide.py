@@ -10,7 +10,6 @@ turns the plan and the store's answer into the pointer.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import os
 import stat
@@ -45,9 +44,8 @@ from spillstore._service.sides import (
     strict,
     suffix_flow,
     suffix_view,
-    validate,
 )
-from spillstore._stores.writer import Utf8Check
+from spillstore._stores.tally import Tally
 
 if TYPE_CHECKING:
     from spillstore._settings import Settings
@@ -387,22 +385,17 @@ def _read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
 
 def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
     """A file's first and last bytes, its sha256, size and newlines, in one bounded pass."""
-    hasher = hashlib.sha256()
+    tally = Tally()
     first = bytearray()
     last = bytearray()
-    newlines = total = 0
-    utf8 = Utf8Check()
     with open(path, "rb") as file:
         while chunk := file.read(_READ_CHUNK):
-            hasher.update(chunk)
-            validate(utf8, chunk)
-            newlines += chunk.count(b"\n")
-            total += len(chunk)
+            tally.feed(chunk)
             if len(first) < head_bytes:
                 first += chunk[: head_bytes - len(first)]
             last += chunk[-tail_bytes:]
             del last[:-tail_bytes]
-    measured = Measure(hasher.hexdigest(), total, newlines, not utf8.finish())
+    measured = Measure(tally.sha256, tally.total_bytes, tally.newlines, tally.invalid_utf8)
     return bytes(first), bytes(last), measured
 
 

@@ -26,7 +26,6 @@ from spillstore._service.flow import STORE_FAILURES, Flow, Host, call
 
 if TYPE_CHECKING:
     from spillstore._stores.meta import SpillMeta
-    from spillstore._stores.writer import Utf8Check
 
 __all__ = [
     "blob_bytes",
@@ -39,7 +38,6 @@ __all__ = [
     "suffix_cap",
     "suffix_flow",
     "suffix_view",
-    "validate",
 ]
 
 log = logging.getLogger("spillstore")
@@ -54,12 +52,6 @@ _REASON_BYTES = 120
 def strict(text: str) -> str:
     """``text`` as strict UTF-8: each lone surrogate becomes U+FFFD (same byte size)."""
     return text if text.isascii() else encode(text).decode("utf-8")
-
-
-def validate(check: Utf8Check, data: bytes) -> None:
-    """Feed ``data`` to ``check`` (the store writer's validator); ASCII costs one isascii."""
-    if check.valid and (check.pending or not data.isascii()):
-        check.feed(data)
 
 
 def is_blob(part: Part, host: Host) -> bool:
