@@ -6,7 +6,8 @@
                               [--max-bytes SIZE] [--store URL] [--config PATH]
     spillstore uninstall CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
     spillstore status [CLIENT] [--scope S]
-    spillstore add CLIENT NAME [--scope S] (-- CMD [ARGS...] | --url URL)
+    spillstore add CLIENT NAME [--scope S] (-- CMD [ARGS...] | --url URL [--sse]
+                                            [--header NAME=VALUE ...])
 
 CLIENT is one of :data:`~spillstore._clients.registry.CLIENTS` (``claude-code``,
 ``claude-desktop``, ``cursor``, ``windsurf``, ``vscode``, ``gemini``, ``codex``, ``zed``,
@@ -51,6 +52,8 @@ from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.formats import Format
 from spillstore._clients.registry import CLIENTS, Client, Place, backup_dir
 from spillstore._clients.wrap import ProxyOptions, check_launcher
+from spillstore._core.checks import split_header
+from spillstore._errors import ConfigError
 
 __all__ = ["app"]
 
@@ -303,7 +306,18 @@ def add_command(
     upstream: CommandArgument = None,
     url: Annotated[
         str | None,
-        optional("--url", metavar="URL", help="A streamable-HTTP server instead of CMD."),
+        optional("--url", metavar="URL", help="A remote server instead of CMD."),
+    ] = None,
+    sse: Annotated[
+        bool, typer.Option("--sse", help="The --url server speaks SSE, not streamable HTTP.")
+    ] = False,
+    header: Annotated[
+        list[str] | None,
+        optional(
+            "--header",
+            metavar="NAME=VALUE",
+            help="An HTTP header for the --url server (repeatable), kept in the entry's env.",
+        ),
     ] = None,
     scope: ScopeOption = None,
     dry_run: DryRunOption = False,
@@ -318,6 +332,12 @@ def add_command(
         fail(f"no such option: {command[0]} (the server's command goes after --)", EXIT_USAGE)
     if bool(command) == bool(url):
         fail("give the server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
+    if not url and (sse or header):
+        fail("--sse and --header go with --url", EXIT_USAGE)
+    try:
+        headers = dict(split_header(text) for text in header or [])
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
     _, target, snapshot = _open(client, scope, config, must_exist=False)
     text, change = ops.add(
         target.config(snapshot),
@@ -326,6 +346,8 @@ def add_command(
         options=ProxyOptions(max_bytes=max_bytes, store=store),
         command=command,
         url=url,
+        sse=sse,
+        headers=headers,
     )
     row = _row(target, snapshot, [change])
     _finish(row, snapshot, text, dry_run)

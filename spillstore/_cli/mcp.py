@@ -15,8 +15,9 @@ while the upstream boots, and the proxy adopts the running process.
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated
 
 import typer
@@ -31,6 +32,8 @@ from spillstore._cli.options import (
     settings,
     takes_global_options,
 )
+from spillstore._core.checks import header_problem, split_header
+from spillstore._errors import ConfigError
 from spillstore.mcp.defaults import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESTARTS,
@@ -107,7 +110,27 @@ def proxy_command(
     max_bytes: BudgetOption = None,
     url: Annotated[
         str | None,
-        optional("--url", metavar="URL", help="A streamable-HTTP upstream instead of CMD."),
+        optional("--url", metavar="URL", help="A remote upstream instead of CMD."),
+    ] = None,
+    sse: Annotated[
+        bool, typer.Option("--sse", help="The --url upstream speaks SSE, not streamable HTTP.")
+    ] = False,
+    header: Annotated[
+        list[str] | None,
+        optional(
+            "--header",
+            metavar="NAME=VALUE",
+            help="An HTTP header for the --url upstream (repeatable; shown in the process "
+            "list: use --header-env for a secret).",
+        ),
+    ] = None,
+    header_env: Annotated[
+        list[str] | None,
+        optional(
+            "--header-env",
+            metavar="NAME=VAR",
+            help="An HTTP header whose value is in the environment variable VAR (repeatable).",
+        ),
     ] = None,
     timeout: Annotated[
         float,
@@ -123,12 +146,19 @@ def proxy_command(
         typer.Option("--prefix", metavar="PREFIX", help="Spill tool name prefix on a name clash."),
     ] = DEFAULT_PREFIX,
 ) -> None:
-    """Run an MCP server behind the cap: proxy [OPTIONS] -- CMD [ARGS...]."""
+    """Run an MCP server behind the cap: proxy [OPTIONS] -- CMD [ARGS...], or
+    proxy [OPTIONS] --url URL [--sse] [--header NAME=VALUE | --header-env NAME=VAR ...]."""
     command = list(upstream or [])
     if command[:1] and command[0].startswith("-"):  # an unknown option, not a program
         fail(f"no such option: {command[0]} (the upstream command goes after --)", EXIT_USAGE)
     if bool(command) == bool(url):
         fail("give the upstream server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
+    if not url and (sse or header or header_env):
+        fail("--sse, --header and --header-env go with --url", EXIT_USAGE)
+    try:
+        headers = _headers(header or [], header_env or [], os.environ)
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
     chosen = settings(ctx, **({"max_bytes": max_bytes} if max_bytes is not None else {}))
     launched = None
     if command:  # start it now: it boots while the SDK is imported
@@ -144,6 +174,8 @@ def proxy_command(
         run_proxy(
             command or None,
             url=url,
+            headers=headers,
+            sse=sse,
             settings=chosen,
             call_timeout=timeout,
             max_restarts=max_restarts,
@@ -153,6 +185,37 @@ def proxy_command(
     finally:
         if launched is not None and not launched.adopted:
             launched.discard()
+
+
+def _headers(
+    given: Iterable[str], from_env: Iterable[str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The headers of ``--header NAME=VALUE`` and ``--header-env NAME=VAR`` options.
+
+    ``--header`` carries its value on the command line (which other local users can see
+    in the process list); ``--header-env`` names the environment variable that holds it,
+    which is how ``spillstore install`` writes a client's headers.
+
+    Raises:
+        ConfigError: a malformed option, a variable that is not set, or a value with a
+            line break or NUL (which HTTP cannot carry).
+    """
+    found: dict[str, str] = {}
+    for text in given:
+        name, value = split_header(text)
+        found[name] = value
+    for text in from_env:
+        name, variable = split_header(text, "--header-env")
+        if variable not in environ:
+            raise ConfigError(
+                f"--header-env {name}={variable}: the environment variable {variable} is not set"
+            )
+        found[name] = environ[variable]
+    for name, value in found.items():
+        problem = header_problem(name, value)
+        if problem is not None:
+            raise ConfigError(problem)
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -198,8 +198,11 @@ def add(
     options: ProxyOptions,
     command: list[str],
     url: str | None,
+    sse: bool = False,
+    headers: dict[str, str] | None = None,
 ) -> tuple[str, Change]:
-    """Add a new server, already behind the proxy.
+    """Add a new server, already behind the proxy (a remote one with ``url``, over SSE
+    with ``sse``, sending ``headers``).
 
     Raises:
         ClientConfigError: the text does not parse, or a server of that name exists.
@@ -208,5 +211,5 @@ def add(
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     if text.strip() and name in fmt.entries(text, where):
         raise ClientConfigError(f"{where}: a server named {name!r} is already there", path=where)
-    entry = new_entry(flavor, launcher, options, command, url)
+    entry = new_entry(flavor, launcher, options, command, url, sse=sse, headers=headers)
     return fmt.add_entry(text, name, entry), Change(name, "added", describe(entry, flavor))
