@@ -8,6 +8,8 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
   keeps the first 9 MiB and the last 1 MiB of a larger output);
 - ``--sdk-big``: also time the SDK's own stdio client on the big result (quadratic);
 - ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else);
+- ``--only-small``: only the small calls; ``--baseline DIR``: also the proxy of the
+  source tree DIR (``git archive main | tar -x -C DIR``) in the same small-call rounds;
 - ``--ctxtual PATH``: a ``ctxtual`` executable to compare with (``pip install
   "ctxtual[mcp]"`` in a throwaway venv); ``--ctxtual-max-mb 10``: sizes above this are
   not run through ctxtual (its stdio client is quadratic too).
@@ -110,20 +112,29 @@ async def _big_worker(kind: str, size: int, ctxtual: str | None) -> dict[str, An
     }
 
 
-async def _small_worker(calls: int, rounds: int) -> dict[str, Any]:
+async def _small_worker(calls: int, rounds: int, baseline: str) -> dict[str, Any]:
+    from contextlib import AsyncExitStack
+
     from mcp import Client
 
     from spillstore.mcp import StdioTransport
 
     with tempfile.TemporaryDirectory() as tmp:
         proxy_args = ["-m", "spillstore.mcp", "proxy", "--dir", tmp, "--", *BIG]
-        async with (
-            Client(StdioTransport(BIG[0], BIG[1:]), mode="legacy") as direct,
-            Client(
-                StdioTransport(sys.executable, proxy_args, cwd=str(ROOT)), mode="legacy"
-            ) as proxied,
-        ):
-            clients = {"direct": direct, "proxy": proxied}
+        transports = {
+            "direct": StdioTransport(BIG[0], BIG[1:]),
+            "proxy": StdioTransport(sys.executable, proxy_args, cwd=str(ROOT)),
+        }
+        if baseline:  # the proxy of another source tree (e.g. `git archive main`)
+            env = {**os.environ, "PYTHONPATH": baseline}
+            transports["baseline"] = StdioTransport(
+                sys.executable, proxy_args, cwd=baseline, env=env
+            )
+        async with AsyncExitStack() as stack:
+            clients = {
+                name: await stack.enter_async_context(Client(transport, mode="legacy"))
+                for name, transport in transports.items()
+            }
             for client in clients.values():
                 await client.list_tools()
                 for _ in range(30):
@@ -175,7 +186,7 @@ def _worker(argv: list[str]) -> None:
     elif argv[0] == "cold":
         out = asyncio.run(_cold_worker(int(argv[1])))
     else:
-        out = asyncio.run(_small_worker(int(argv[1]), int(argv[2])))
+        out = asyncio.run(_small_worker(int(argv[1]), int(argv[2]), argv[3]))
     print(json.dumps(out))
 
 
@@ -283,6 +294,12 @@ def main() -> None:
         "--cold", type=int, default=0, help="rounds of the cold start (initialize) comparison"
     )
     parser.add_argument("--only-cold", action="store_true", help="only the cold start")
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="small calls: also time the proxy of this source tree (e.g. `git archive main`)",
+    )
+    parser.add_argument("--only-small", action="store_true", help="only the small calls")
     args = parser.parse_args()
     if args.worker:
         _worker(args.worker)
@@ -301,16 +318,27 @@ def main() -> None:
     kinds = ["direct", "sdk", "proxy"] if args.sdk_big else ["direct", "proxy"]
     if args.ctxtual and size <= args.ctxtual_max_mb * MB:
         kinds.append("ctxtual")
+    if not args.only_small:
+        _big_tables(args, size, kinds)
+    if args.skip_small:
+        return
+    _small_table(args)
+
+
+def _big_tables(args: argparse.Namespace, size: int, kinds: list[str]) -> None:
     _big_table(size, kinds, args.rounds, args.ctxtual, limit=900)
     small_kinds = ["direct", "sdk", "proxy"] + (["ctxtual"] if args.ctxtual else [])
     _big_table(5 * MB, small_kinds, args.rounds, args.ctxtual, limit=300)
     if args.ctxtual and args.ctxtual_max_mb >= 10 and size != 10 * MB:
         _big_table(10 * MB, ["direct", "sdk", "proxy", "ctxtual"], 1, args.ctxtual, limit=300)
-    if args.skip_small:
-        return
-    small = _spawn("small", str(args.small_calls), str(args.small_rounds), timeout=600)
+
+
+def _small_table(args: argparse.Namespace) -> None:
+    small = _spawn(
+        "small", str(args.small_calls), str(args.small_rounds), args.baseline, timeout=900
+    )
     if small is not None:
-        direct, proxy = small["direct"], small["proxy"]
+        direct = small["direct"]
         print(
             f"\nsmall result (echo), {args.small_rounds} interleaved rounds of "
             f"{args.small_calls} calls, median of the per-round medians:"
@@ -318,15 +346,23 @@ def main() -> None:
         print("| path | per call | overhead |")
         print("|---|---|---|")
         print(f"| direct, linear reader | {direct * 1e3:.3f} ms | |")
-        print(f"| spillstore proxy | {proxy * 1e3:.3f} ms | +{(proxy - direct) * 1e3:.3f} ms |")
-        deltas = [
-            (p - d) * 1e3
-            for d, p in zip(small["rounds"]["direct"], small["rounds"]["proxy"], strict=True)
-        ]
-        print(
-            f"per-round overhead: min +{min(deltas):.3f} ms, median "
-            f"+{statistics.median(deltas):.3f} ms, max +{max(deltas):.3f} ms"
-        )
+        for name in ("proxy", "baseline") if args.baseline else ("proxy",):
+            label = "spillstore proxy" if name == "proxy" else f"baseline proxy ({args.baseline})"
+            value = small[name]
+            print(
+                f"| {label} | {value * 1e3:.3f} ms | +{(value - direct) * 1e3:.3f} ms "
+                f"({value / direct:.2f}x) |"
+            )
+        for name in ("proxy", "baseline") if args.baseline else ("proxy",):
+            pairs = list(zip(small["rounds"]["direct"], small["rounds"][name], strict=True))
+            deltas = [(p - d) * 1e3 for d, p in pairs]
+            ratios = [p / d for d, p in pairs]
+            print(
+                f"{name} per round: overhead min +{min(deltas):.3f} ms, median "
+                f"+{statistics.median(deltas):.3f} ms, max +{max(deltas):.3f} ms; ratio min "
+                f"{min(ratios):.2f}x, median {statistics.median(ratios):.2f}x, "
+                f"max {max(ratios):.2f}x; per round: " + ", ".join(f"{r:.2f}" for r in ratios)
+            )
 
 
 if __name__ == "__main__":

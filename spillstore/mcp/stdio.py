@@ -84,7 +84,13 @@ def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessa
 
 
 Reply = Callable[[bytes], Awaitable[None]]
-"""Writes one encoded JSON-RPC line (with its newline) to stdout, in order with the rest."""
+"""Writes one encoded JSON-RPC line (with its newline) to stdout, whole, from the calling
+task (raises ``anyio.ClosedResourceError`` once serving ends)."""
+
+
+def _encode(item: SessionMessage) -> bytes:
+    return item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
 
 Intercept = Callable[[bytes | bytearray, Reply], Awaitable[bool]]
 """Sees each stdin line before it is parsed; returns True when it took the line over."""
@@ -119,24 +125,32 @@ async def stdio_streams(
     if out_poll:
         os.set_blocking(out_fd, False)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage | bytes](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    out_lock = anyio.Lock(fast_acquire=True)  # one line at a time; no yield when free
+    closing = False
+
+    async def reply(data: bytes) -> None:
+        """Write a line now, from the calling task (no hop through the writer task)."""
+        if closing:
+            raise anyio.ClosedResourceError
+        async with out_lock:
+            await write_all(out_fd, data, pollable=out_poll)
 
     async def reader() -> None:
         splitter = LineSplitter()
-        answers = write_send.clone()
 
         async def take(line: bytes | bytearray) -> None:
-            if intercept is not None and await intercept(line, answers.send):
+            if intercept is not None and await intercept(line, reply):
                 return
             message = parse_line(line)
             if isinstance(message, Exception):
                 answer = unreadable_answer(line, message)
                 if answer is not None:
-                    await answers.send(answer)
+                    await reply(_encode(answer))
                     return
             await read_send.send(message)
 
-        async with read_send, answers:
+        async with read_send:
             while chunk := await _read(in_fd, in_poll):
                 for line in splitter.feed(chunk):
                     if line.strip():
@@ -151,11 +165,9 @@ async def stdio_streams(
         try:
             async with write_recv:
                 async for item in write_recv:
-                    if isinstance(item, bytes):
-                        await write_all(out_fd, item, pollable=out_poll)
-                        continue
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await write_all(out_fd, data.encode("utf-8") + b"\n", pollable=out_poll)
+                    data = _encode(item)
+                    async with out_lock:
+                        await write_all(out_fd, data, pollable=out_poll)
         finally:
             written.set()
 
@@ -167,6 +179,7 @@ async def stdio_streams(
                 yield read_recv, write_send
             finally:
                 # Let the last responses out before the descriptors are given back.
+                closing = True
                 write_send.close()
                 with anyio.move_on_after(FLUSH_SECONDS, shield=True):
                     await written.wait()
