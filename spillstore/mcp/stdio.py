@@ -28,7 +28,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from spillstore.mcp.transport import LineSplitter, parse_line, write_all
+from spillstore.mcp.pipes import Readable, write_all
+from spillstore.mcp.transport import LineSplitter, parse_line
 
 __all__ = ["Intercept", "Reply", "stdio_streams", "unreadable_answer"]
 
@@ -44,14 +45,16 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-async def _read(fd: int, pollable: bool) -> bytes:
-    if not pollable:
+async def _read(fd: int, readable: Readable | None) -> bytes:
+    """Read a chunk of ``fd``: from the event loop when it can be polled (``readable``),
+    else in a worker thread."""
+    if readable is None:
         return await anyio.to_thread.run_sync(os.read, fd, READ_BYTES)
     while True:
         try:
             return os.read(fd, READ_BYTES)
         except BlockingIOError:
-            await anyio.wait_readable(fd)
+            await readable.wait()
 
 
 def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessage | None:
@@ -119,6 +122,7 @@ async def stdio_streams(
     os.close(null)
     os.dup2(2, 1)
     in_poll, out_poll = _pollable(in_fd), _pollable(out_fd)
+    readable = Readable(in_fd) if in_poll else None
     blocking = (os.get_blocking(in_fd), os.get_blocking(out_fd))
     if in_poll:
         os.set_blocking(in_fd, False)
@@ -151,7 +155,7 @@ async def stdio_streams(
             await read_send.send(message)
 
         async with read_send:
-            while chunk := await _read(in_fd, in_poll):
+            while chunk := await _read(in_fd, readable):
                 for line in splitter.feed(chunk):
                     if line.strip():
                         await take(line)
@@ -185,6 +189,8 @@ async def stdio_streams(
                     await written.wait()
                 tg.cancel_scope.cancel()
     finally:
+        if readable is not None:
+            readable.close()
         for fd, was_blocking in ((in_fd, blocking[0]), (out_fd, blocking[1])):
             with suppress(OSError):
                 os.set_blocking(fd, was_blocking)

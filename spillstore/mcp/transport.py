@@ -43,6 +43,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from spillstore.mcp.launch import Launched, launch
+from spillstore.mcp.pipes import Readable, write_all
 
 __all__ = [
     "CLAIM_PREFIX",
@@ -55,7 +56,6 @@ __all__ = [
     "known_blocks_only",
     "load_tool_response",
     "parse_line",
-    "write_all",
 ]
 
 log = logging.getLogger("spillstore")
@@ -274,6 +274,7 @@ class StdioTransport:
         self._tool_call_ids: set[Any] = set()
         self._streams: list[Any] = []
         self._stdout_fd: int | None = None
+        self._readable: Readable | None = None
 
     def describe_exit(self) -> str:
         """A short phrase saying how the server ended, for error results."""
@@ -323,6 +324,8 @@ class StdioTransport:
             for stream in self._streams:
                 stream.close()
             fd, self._stdout_fd = self._stdout_fd, None
+            if self._readable is not None:
+                self._readable.close()
             if fd is not None:
                 os.close(fd)
             self.returncode = self._process.returncode
@@ -335,13 +338,14 @@ class StdioTransport:
         send: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
         splitter = LineSplitter()
+        readable = self._readable = Readable(fd)
         try:
             async with send:
                 while True:
                     try:
                         chunk = os.read(fd, READ_CHUNK_BYTES)
                     except BlockingIOError:
-                        await anyio.wait_readable(fd)
+                        await readable.wait()
                         continue
                     except OSError:
                         break
@@ -461,22 +465,6 @@ class StdioTransport:
         if process.returncode is None:
             await _terminate(process)
         self.returncode = process.returncode
-
-
-async def write_all(fd: int, data: bytes, *, pollable: bool = True) -> None:
-    """Write ``data`` to ``fd``: non-blocking, waiting while a pipe is full, or (a regular
-    file, which cannot be polled: ``pollable=False``) in a worker thread."""
-    view = memoryview(data)
-    while view:
-        if not pollable:
-            written = await anyio.to_thread.run_sync(os.write, fd, view)
-        else:
-            try:
-                written = os.write(fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(fd)
-                continue
-        view = view[written:]
 
 
 async def _terminate(process: Launched) -> None:
