@@ -8,8 +8,9 @@ command line.
 
 The root command line loads this module only when ``mcp`` runs, and this module imports
 the MCP SDK only once a command runs: ``proxy`` first starts the upstream server
-(:func:`spillstore.mcp.launch.launch`, standard library only), then imports the SDK
-while the upstream boots, and the proxy adopts the running process.
+(:func:`spillstore.mcp.launch.launch`, standard library only), then reads its settings
+(pydantic) and imports the SDK while the upstream boots, and the proxy adopts the
+running process (a bad setting stops it again).
 """
 
 from __future__ import annotations
@@ -159,16 +160,16 @@ def proxy_command(
         headers = _headers(header or [], header_env or [], os.environ)
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
-    chosen = settings(ctx, **({"max_bytes": max_bytes} if max_bytes is not None else {}))
     launched = None
-    if command:  # start it now: it boots while the SDK is imported
+    if command:  # start it now: it boots while the settings and the SDK are imported
         from spillstore.mcp.launch import launch  # noqa: PLC0415 - standard library only
 
         try:
             launched = launch(command[0], command[1:])
         except OSError as exc:
             fail(f"proxy: cannot start the upstream server {command[0]!r}: {exc}")
-    try:
+    try:  # a bad setting stops it again (finally)
+        chosen = settings(ctx, **({"max_bytes": max_bytes} if max_bytes is not None else {}))
         from spillstore.mcp import run_proxy  # noqa: PLC0415 - the SDK, while it boots
 
         run_proxy(
