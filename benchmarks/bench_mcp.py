@@ -9,7 +9,8 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
 - ``--sdk-big``: also time the SDK's own stdio client on the big result (quadratic);
 - ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else);
 - ``--only-small``: only the small calls; ``--baseline DIR``: also the proxy of the
-  source tree DIR (``git archive main | tar -x -C DIR``) in the same small-call rounds;
+  source tree DIR (``git archive main | tar -x -C DIR``) in the same small-call and
+  cold-start rounds;
 - ``--ctxtual PATH``: a ``ctxtual`` executable to compare with (``pip install
   "ctxtual[mcp]"`` in a throwaway venv); ``--ctxtual-max-mb 10``: sizes above this are
   not run through ctxtual (its stdio client is quadratic too).
@@ -66,6 +67,16 @@ def vm_hwm(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process so far (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --------------------------------------------------------------------------- workers
@@ -140,20 +151,24 @@ async def _small_worker(calls: int, rounds: int, baseline: str) -> dict[str, Any
                 for _ in range(30):
                     await client.call_tool("echo", {"text": "hello"})
             samples: dict[str, list[float]] = {name: [] for name in clients}
+            cpu = dict.fromkeys(clients, 0.0)  # CPU seconds of each proxy process
             for _ in range(rounds):
                 for name, client in clients.items():
                     times = []
+                    before = cpu_seconds(transports[name].pid)
                     for _ in range(calls):
                         start = time.perf_counter()
                         await client.call_tool("echo", {"text": "hello"})
                         times.append(time.perf_counter() - start)
+                    cpu[name] += cpu_seconds(transports[name].pid) - before
                     samples[name].append(statistics.median(times))
     return {name: statistics.median(values) for name, values in samples.items()} | {
-        "rounds": dict(samples)
+        "rounds": dict(samples),
+        "cpu_per_call": {name: value / (rounds * calls) for name, value in cpu.items()},
     }
 
 
-async def _cold_worker(rounds: int) -> dict[str, Any]:
+async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
     """Time ``initialize`` (spawn to handshake done) with mcp-server-git, direct vs proxy."""
     from mcp import Client, StdioServerParameters
 
@@ -169,9 +184,17 @@ async def _cold_worker(rounds: int) -> dict[str, Any]:
             f"run_proxy(sys.argv[1:], dir={tmp!r})",
         ]
         commands = {"direct": git, "proxy": [*proxy, *git], "late": [*late, *git]}
+        where = dict.fromkeys(commands, str(ROOT))
+        if baseline:  # the proxy's command line from another source tree
+            commands["baseline"] = [*proxy, *git]
+            where["baseline"] = baseline
+            samples["baseline"] = []
         for _ in range(rounds):
             for name, command in commands.items():
-                params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+                env = {**os.environ, "PYTHONPATH": where[name]}
+                params = StdioServerParameters(
+                    command=command[0], args=command[1:], cwd=where[name], env=env
+                )
                 start = time.perf_counter()
                 async with Client(params, mode="legacy"):
                     samples[name].append(time.perf_counter() - start)
@@ -184,7 +207,7 @@ def _worker(argv: list[str]) -> None:
     if argv[0] == "big":
         out = asyncio.run(_big_worker(argv[1], int(argv[2]), argv[3] or None))
     elif argv[0] == "cold":
-        out = asyncio.run(_cold_worker(int(argv[1])))
+        out = asyncio.run(_cold_worker(int(argv[1]), argv[2]))
     else:
         out = asyncio.run(_small_worker(int(argv[1]), int(argv[2]), argv[3]))
     print(json.dumps(out))
@@ -247,8 +270,8 @@ def _big_table(size: int, kinds: list[str], rounds: int, ctxtual: str, limit: fl
         )
 
 
-def _cold_table(rounds: int) -> None:
-    cold = _spawn("cold", str(rounds), timeout=900)
+def _cold_table(rounds: int, baseline: str) -> None:
+    cold = _spawn("cold", str(rounds), baseline, timeout=900)
     if cold is None:
         print("cold start: did not finish")
         return
@@ -265,11 +288,17 @@ def _cold_table(rounds: int) -> None:
         f"{proxy / direct:.2f}x |"
     )
     print(f"| control: run_proxy() (SDK imported first) | {late:.3f} s | {late / direct:.2f}x |")
-    ratios = [p / d for d, p in zip(cold["rounds"]["direct"], cold["rounds"]["proxy"], strict=True)]
-    print(
-        f"per-round ratio: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x, "
-        f"max {max(ratios):.2f}x"
-    )
+    if baseline:
+        base = cold["baseline"]
+        print(f"| baseline proxy ({baseline}) | {base:.3f} s | {base / direct:.2f}x |")
+    for name in ("proxy", "baseline") if baseline else ("proxy",):
+        pairs = zip(cold["rounds"]["direct"], cold["rounds"][name], strict=True)
+        ratios = [p / d for d, p in pairs]
+        print(
+            f"{name} per-round ratio: min {min(ratios):.2f}x, median "
+            f"{statistics.median(ratios):.2f}x, max {max(ratios):.2f}x; per round: "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+        )
 
 
 def main() -> None:
@@ -297,7 +326,8 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         default="",
-        help="small calls: also time the proxy of this source tree (e.g. `git archive main`)",
+        help="small calls and cold start: also time the proxy of this source tree "
+        "(e.g. `git archive main | tar -x -C DIR`)",
     )
     parser.add_argument("--only-small", action="store_true", help="only the small calls")
     args = parser.parse_args()
@@ -308,7 +338,7 @@ def main() -> None:
         os.environ["SPILLSTORE_RETENTION_BYTES"] = args.retention
     print(f"machine: {machine()}")
     if args.cold:
-        _cold_table(args.cold)
+        _cold_table(args.cold, args.baseline)
         if args.only_cold:
             return
     print(f"date: {time.strftime('%Y-%m-%d')}")
@@ -353,6 +383,11 @@ def _small_table(args: argparse.Namespace) -> None:
                 f"| {label} | {value * 1e3:.3f} ms | +{(value - direct) * 1e3:.3f} ms "
                 f"({value / direct:.2f}x) |"
             )
+        cpu = small["cpu_per_call"]
+        print(
+            "CPU per call of each process (user + system): "
+            + ", ".join(f"{name} {seconds * 1e6:.0f} us" for name, seconds in cpu.items())
+        )
         for name in ("proxy", "baseline") if args.baseline else ("proxy",):
             pairs = list(zip(small["rounds"]["direct"], small["rounds"][name], strict=True))
             deltas = [(p - d) * 1e3 for d, p in pairs]
