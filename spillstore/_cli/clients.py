@@ -41,6 +41,9 @@ from spillstore._cli.errors import EXIT_USAGE, fail
 from spillstore._cli.options import (
     BudgetOption,
     CommandArgument,
+    HeaderOption,
+    SseOption,
+    UrlOption,
     command_app,
     global_options,
     optional,
@@ -51,7 +54,7 @@ from spillstore._clients import files, ops
 from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.formats import Format
 from spillstore._clients.registry import CLIENTS, Client, Place, backup_dir
-from spillstore._clients.wrap import ProxyOptions, check_launcher
+from spillstore._clients.wrap import ProxyOptions, Remote, check_launcher
 from spillstore._core.checks import split_header
 from spillstore._errors import ConfigError
 
@@ -304,21 +307,9 @@ def add_command(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The new server's name.")],
     *,
     upstream: CommandArgument = None,
-    url: Annotated[
-        str | None,
-        optional("--url", metavar="URL", help="A remote server instead of CMD."),
-    ] = None,
-    sse: Annotated[
-        bool, typer.Option("--sse", help="The --url server speaks SSE, not streamable HTTP.")
-    ] = False,
-    header: Annotated[
-        list[str] | None,
-        optional(
-            "--header",
-            metavar="NAME=VALUE",
-            help="An HTTP header for the --url server (repeatable), kept in the entry's env.",
-        ),
-    ] = None,
+    url: UrlOption = None,
+    sse: SseOption = False,
+    header: HeaderOption = None,
     scope: ScopeOption = None,
     dry_run: DryRunOption = False,
     max_bytes: BudgetOption = None,
@@ -326,7 +317,9 @@ def add_command(
     config: ConfigOption = None,
     launcher: LauncherOption = None,
 ) -> None:
-    """Add a server that runs behind the cap: add CLIENT NAME -- CMD [ARGS...]."""
+    """Add a server that runs behind the cap: add CLIENT NAME -- CMD [ARGS...], or
+    add CLIENT NAME --url URL [--sse] [--header NAME=VALUE ...] (each header's value is
+    kept in the entry's env, out of the process list)."""
     command = list(upstream or [])
     if command[:1] and command[0].startswith("-"):
         fail(f"no such option: {command[0]} (the server's command goes after --)", EXIT_USAGE)
@@ -344,10 +337,7 @@ def add_command(
         name,
         launcher=_launcher(launcher),
         options=ProxyOptions(max_bytes=max_bytes, store=store),
-        command=command,
-        url=url,
-        sse=sse,
-        headers=headers,
+        upstream=Remote(url, sse, headers) if url else command,
     )
     row = _row(target, snapshot, [change])
     _finish(row, snapshot, text, dry_run)

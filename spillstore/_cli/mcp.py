@@ -27,6 +27,9 @@ from spillstore._cli.errors import EXIT_USAGE, fail, run_app
 from spillstore._cli.options import (
     BudgetOption,
     CommandArgument,
+    HeaderOption,
+    SseOption,
+    UrlOption,
     command_app,
     global_options,
     optional,
@@ -109,28 +112,16 @@ def proxy_command(
     *,
     upstream: CommandArgument = None,
     max_bytes: BudgetOption = None,
-    url: Annotated[
-        str | None,
-        optional("--url", metavar="URL", help="A remote upstream instead of CMD."),
-    ] = None,
-    sse: Annotated[
-        bool, typer.Option("--sse", help="The --url upstream speaks SSE, not streamable HTTP.")
-    ] = False,
-    header: Annotated[
-        list[str] | None,
-        optional(
-            "--header",
-            metavar="NAME=VALUE",
-            help="An HTTP header for the --url upstream (repeatable; shown in the process "
-            "list: use --header-env for a secret).",
-        ),
-    ] = None,
+    url: UrlOption = None,
+    sse: SseOption = False,
+    header: HeaderOption = None,
     header_env: Annotated[
         list[str] | None,
         optional(
             "--header-env",
             metavar="NAME=VAR",
-            help="An HTTP header whose value is in the environment variable VAR (repeatable).",
+            help="An HTTP header whose value is in the environment variable VAR "
+            "(repeatable; unlike --header, it keeps a secret out of the process list).",
         ),
     ] = None,
     timeout: Annotated[

@@ -22,7 +22,8 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from spillstore._clients.errors import ClientConfigError
@@ -32,6 +33,7 @@ __all__ = [
     "OTHER_PROXIES",
     "Flavor",
     "ProxyOptions",
+    "Remote",
     "Skip",
     "Wrapped",
     "check_launcher",
@@ -97,6 +99,16 @@ class ProxyOptions:
         if self.store is not None:
             found += ["--store", self.store]
         return found
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A remote server to put behind the proxy: its URL, whether it speaks SSE (not
+    streamable HTTP), and the HTTP headers it is sent."""
+
+    url: str
+    sse: bool = False
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -275,23 +287,17 @@ def wrap(
     if "type" in new or flavor.command_list:
         new["type"] = flavor.stdio_type or "stdio"
     proxy = [*launcher, "mcp", "proxy", *options.args()]
-    return _remote(new, flavor, proxy, url, sse=sse, headers=headers)
+    return _remote(new, flavor, proxy, Remote(url, sse, headers))
 
 
 def _remote(
-    entry: dict[str, Any],
-    flavor: Flavor,
-    proxy: list[str],
-    url: str,
-    *,
-    sse: bool,
-    headers: dict[str, str],
+    entry: dict[str, Any], flavor: Flavor, proxy: list[str], remote: Remote
 ) -> dict[str, Any]:
     """``entry`` running ``proxy --url URL``; each header's value goes into the entry's
     environment under a ``SPILLSTORE_HEADER_`` name the command line gives."""
-    args = ["--url", url, *(["--sse"] if sse else [])]
+    args = ["--url", remote.url, *(["--sse"] if remote.sse else [])]
     env = dict(entry.get(flavor.env_key) or {})
-    for name, value in headers.items():
+    for name, value in remote.headers.items():
         var = _HEADER_VAR + re.sub(r"[^0-9A-Za-z]", "_", name).upper()
         base, n = var, 1
         while var in env:
@@ -300,7 +306,7 @@ def _remote(
         env[var] = value
         args += ["--header-env", f"{name}={var}"]
     new = _with_command(entry, flavor, [*proxy, *args], [])
-    if headers:
+    if remote.headers:
         new[flavor.env_key] = env
     return new
 
@@ -318,22 +324,14 @@ def _with_command(
 
 
 def new_entry(
-    flavor: Flavor,
-    launcher: list[str],
-    options: ProxyOptions,
-    command: list[str],
-    url: str | None,
-    *,
-    sse: bool = False,
-    headers: dict[str, str] | None = None,
+    flavor: Flavor, launcher: list[str], options: ProxyOptions, upstream: list[str] | Remote
 ) -> dict[str, Any]:
-    """A new wrapped entry (``spillstore add``): a command line, or a URL (SSE or
-    streamable HTTP, with its headers)."""
+    """A new wrapped entry (``spillstore add``): a command line, or a remote server."""
     base: dict[str, Any] = {} if flavor.stdio_type is None else {"type": flavor.stdio_type}
     proxy = [*launcher, "mcp", "proxy", *options.args()]
-    if url is not None:
-        return _remote(base, flavor, proxy, url, sse=sse, headers=headers or {})
-    return _with_command(base, flavor, [*proxy, "--"], command)
+    if isinstance(upstream, Remote):
+        return _remote(base, flavor, proxy, upstream)
+    return _with_command(base, flavor, [*proxy, "--"], upstream)
 
 
 def unwrap(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
