@@ -8,6 +8,9 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
   keeps the first 9 MiB and the last 1 MiB of a larger output);
 - ``--sdk-big``: also time the SDK's own stdio client on the big result (quadratic);
 - ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else);
+- ``--only-small``: only the small calls; ``--baseline DIR``: also the proxy of the
+  source tree DIR (``git archive main | tar -x -C DIR``) in the same small-call and
+  cold-start rounds;
 - ``--ctxtual PATH``: a ``ctxtual`` executable to compare with (``pip install
   "ctxtual[mcp]"`` in a throwaway venv); ``--ctxtual-max-mb 10``: sizes above this are
   not run through ctxtual (its stdio client is quadratic too).
@@ -66,6 +69,16 @@ def vm_hwm(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process so far (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # --------------------------------------------------------------------------- workers
 
 
@@ -110,39 +123,52 @@ async def _big_worker(kind: str, size: int, ctxtual: str | None) -> dict[str, An
     }
 
 
-async def _small_worker(calls: int, rounds: int) -> dict[str, Any]:
+async def _small_worker(calls: int, rounds: int, baseline: str) -> dict[str, Any]:
+    from contextlib import AsyncExitStack
+
     from mcp import Client
 
     from spillstore.mcp import StdioTransport
 
     with tempfile.TemporaryDirectory() as tmp:
         proxy_args = ["-m", "spillstore.mcp", "proxy", "--dir", tmp, "--", *BIG]
-        async with (
-            Client(StdioTransport(BIG[0], BIG[1:]), mode="legacy") as direct,
-            Client(
-                StdioTransport(sys.executable, proxy_args, cwd=str(ROOT)), mode="legacy"
-            ) as proxied,
-        ):
-            clients = {"direct": direct, "proxy": proxied}
+        transports = {
+            "direct": StdioTransport(BIG[0], BIG[1:]),
+            "proxy": StdioTransport(sys.executable, proxy_args, cwd=str(ROOT)),
+        }
+        if baseline:  # the proxy of another source tree (e.g. `git archive main`)
+            env = {**os.environ, "PYTHONPATH": baseline}
+            transports["baseline"] = StdioTransport(
+                sys.executable, proxy_args, cwd=baseline, env=env
+            )
+        async with AsyncExitStack() as stack:
+            clients = {
+                name: await stack.enter_async_context(Client(transport, mode="legacy"))
+                for name, transport in transports.items()
+            }
             for client in clients.values():
                 await client.list_tools()
                 for _ in range(30):
                     await client.call_tool("echo", {"text": "hello"})
             samples: dict[str, list[float]] = {name: [] for name in clients}
+            cpu = dict.fromkeys(clients, 0.0)  # CPU seconds of each proxy process
             for _ in range(rounds):
                 for name, client in clients.items():
                     times = []
+                    before = cpu_seconds(transports[name].pid)
                     for _ in range(calls):
                         start = time.perf_counter()
                         await client.call_tool("echo", {"text": "hello"})
                         times.append(time.perf_counter() - start)
+                    cpu[name] += cpu_seconds(transports[name].pid) - before
                     samples[name].append(statistics.median(times))
     return {name: statistics.median(values) for name, values in samples.items()} | {
-        "rounds": dict(samples)
+        "rounds": dict(samples),
+        "cpu_per_call": {name: value / (rounds * calls) for name, value in cpu.items()},
     }
 
 
-async def _cold_worker(rounds: int) -> dict[str, Any]:
+async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
     """Time ``initialize`` (spawn to handshake done) with mcp-server-git, direct vs proxy."""
     from mcp import Client, StdioServerParameters
 
@@ -158,9 +184,17 @@ async def _cold_worker(rounds: int) -> dict[str, Any]:
             f"run_proxy(sys.argv[1:], dir={tmp!r})",
         ]
         commands = {"direct": git, "proxy": [*proxy, *git], "late": [*late, *git]}
+        where = dict.fromkeys(commands, str(ROOT))
+        if baseline:  # the proxy's command line from another source tree
+            commands["baseline"] = [*proxy, *git]
+            where["baseline"] = baseline
+            samples["baseline"] = []
         for _ in range(rounds):
             for name, command in commands.items():
-                params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(ROOT))
+                env = {**os.environ, "PYTHONPATH": where[name]}
+                params = StdioServerParameters(
+                    command=command[0], args=command[1:], cwd=where[name], env=env
+                )
                 start = time.perf_counter()
                 async with Client(params, mode="legacy"):
                     samples[name].append(time.perf_counter() - start)
@@ -173,9 +207,9 @@ def _worker(argv: list[str]) -> None:
     if argv[0] == "big":
         out = asyncio.run(_big_worker(argv[1], int(argv[2]), argv[3] or None))
     elif argv[0] == "cold":
-        out = asyncio.run(_cold_worker(int(argv[1])))
+        out = asyncio.run(_cold_worker(int(argv[1]), argv[2]))
     else:
-        out = asyncio.run(_small_worker(int(argv[1]), int(argv[2])))
+        out = asyncio.run(_small_worker(int(argv[1]), int(argv[2]), argv[3]))
     print(json.dumps(out))
 
 
@@ -236,8 +270,8 @@ def _big_table(size: int, kinds: list[str], rounds: int, ctxtual: str, limit: fl
         )
 
 
-def _cold_table(rounds: int) -> None:
-    cold = _spawn("cold", str(rounds), timeout=900)
+def _cold_table(rounds: int, baseline: str) -> None:
+    cold = _spawn("cold", str(rounds), baseline, timeout=900)
     if cold is None:
         print("cold start: did not finish")
         return
@@ -254,11 +288,17 @@ def _cold_table(rounds: int) -> None:
         f"{proxy / direct:.2f}x |"
     )
     print(f"| control: run_proxy() (SDK imported first) | {late:.3f} s | {late / direct:.2f}x |")
-    ratios = [p / d for d, p in zip(cold["rounds"]["direct"], cold["rounds"]["proxy"], strict=True)]
-    print(
-        f"per-round ratio: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x, "
-        f"max {max(ratios):.2f}x"
-    )
+    if baseline:
+        base = cold["baseline"]
+        print(f"| baseline proxy ({baseline}) | {base:.3f} s | {base / direct:.2f}x |")
+    for name in ("proxy", "baseline") if baseline else ("proxy",):
+        pairs = zip(cold["rounds"]["direct"], cold["rounds"][name], strict=True)
+        ratios = [p / d for d, p in pairs]
+        print(
+            f"{name} per-round ratio: min {min(ratios):.2f}x, median "
+            f"{statistics.median(ratios):.2f}x, max {max(ratios):.2f}x; per round: "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+        )
 
 
 def main() -> None:
@@ -283,6 +323,13 @@ def main() -> None:
         "--cold", type=int, default=0, help="rounds of the cold start (initialize) comparison"
     )
     parser.add_argument("--only-cold", action="store_true", help="only the cold start")
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="small calls and cold start: also time the proxy of this source tree "
+        "(e.g. `git archive main | tar -x -C DIR`)",
+    )
+    parser.add_argument("--only-small", action="store_true", help="only the small calls")
     args = parser.parse_args()
     if args.worker:
         _worker(args.worker)
@@ -291,7 +338,7 @@ def main() -> None:
         os.environ["SPILLSTORE_RETENTION_BYTES"] = args.retention
     print(f"machine: {machine()}")
     if args.cold:
-        _cold_table(args.cold)
+        _cold_table(args.cold, args.baseline)
         if args.only_cold:
             return
     print(f"date: {time.strftime('%Y-%m-%d')}")
@@ -301,16 +348,27 @@ def main() -> None:
     kinds = ["direct", "sdk", "proxy"] if args.sdk_big else ["direct", "proxy"]
     if args.ctxtual and size <= args.ctxtual_max_mb * MB:
         kinds.append("ctxtual")
+    if not args.only_small:
+        _big_tables(args, size, kinds)
+    if args.skip_small:
+        return
+    _small_table(args)
+
+
+def _big_tables(args: argparse.Namespace, size: int, kinds: list[str]) -> None:
     _big_table(size, kinds, args.rounds, args.ctxtual, limit=900)
     small_kinds = ["direct", "sdk", "proxy"] + (["ctxtual"] if args.ctxtual else [])
     _big_table(5 * MB, small_kinds, args.rounds, args.ctxtual, limit=300)
     if args.ctxtual and args.ctxtual_max_mb >= 10 and size != 10 * MB:
         _big_table(10 * MB, ["direct", "sdk", "proxy", "ctxtual"], 1, args.ctxtual, limit=300)
-    if args.skip_small:
-        return
-    small = _spawn("small", str(args.small_calls), str(args.small_rounds), timeout=600)
+
+
+def _small_table(args: argparse.Namespace) -> None:
+    small = _spawn(
+        "small", str(args.small_calls), str(args.small_rounds), args.baseline, timeout=900
+    )
     if small is not None:
-        direct, proxy = small["direct"], small["proxy"]
+        direct = small["direct"]
         print(
             f"\nsmall result (echo), {args.small_rounds} interleaved rounds of "
             f"{args.small_calls} calls, median of the per-round medians:"
@@ -318,15 +376,28 @@ def main() -> None:
         print("| path | per call | overhead |")
         print("|---|---|---|")
         print(f"| direct, linear reader | {direct * 1e3:.3f} ms | |")
-        print(f"| spillstore proxy | {proxy * 1e3:.3f} ms | +{(proxy - direct) * 1e3:.3f} ms |")
-        deltas = [
-            (p - d) * 1e3
-            for d, p in zip(small["rounds"]["direct"], small["rounds"]["proxy"], strict=True)
-        ]
+        for name in ("proxy", "baseline") if args.baseline else ("proxy",):
+            label = "spillstore proxy" if name == "proxy" else f"baseline proxy ({args.baseline})"
+            value = small[name]
+            print(
+                f"| {label} | {value * 1e3:.3f} ms | +{(value - direct) * 1e3:.3f} ms "
+                f"({value / direct:.2f}x) |"
+            )
+        cpu = small["cpu_per_call"]
         print(
-            f"per-round overhead: min +{min(deltas):.3f} ms, median "
-            f"+{statistics.median(deltas):.3f} ms, max +{max(deltas):.3f} ms"
+            "CPU per call of each process (user + system): "
+            + ", ".join(f"{name} {seconds * 1e6:.0f} us" for name, seconds in cpu.items())
         )
+        for name in ("proxy", "baseline") if args.baseline else ("proxy",):
+            pairs = list(zip(small["rounds"]["direct"], small["rounds"][name], strict=True))
+            deltas = [(p - d) * 1e3 for d, p in pairs]
+            ratios = [p / d for d, p in pairs]
+            print(
+                f"{name} per round: overhead min +{min(deltas):.3f} ms, median "
+                f"+{statistics.median(deltas):.3f} ms, max +{max(deltas):.3f} ms; ratio min "
+                f"{min(ratios):.2f}x, median {statistics.median(ratios):.2f}x, "
+                f"max {max(ratios):.2f}x; per round: " + ", ".join(f"{r:.2f}" for r in ratios)
+            )
 
 
 if __name__ == "__main__":

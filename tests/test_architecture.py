@@ -52,7 +52,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "openai_agents": _BELOW_SHELLS | {"loop"},
     "pydantic_ai": _BELOW_SHELLS | {"loop"},
     "mcp": _BELOW_SHELLS | {"loop"},
-    "_clients": frozenset({"_errors"}),
+    "_clients": frozenset({"_errors", "_core"}),
     "_cli": _BELOW_SHELLS | {"loop", "mcp", "_clients"},
 }
 """Layer -> the layers it may import (each may also import itself): the definition of the

@@ -6,7 +6,8 @@
                               [--max-bytes SIZE] [--store URL] [--config PATH]
     spillstore uninstall CLIENT (--server NAME ... | --all) [--scope S] [--dry-run]
     spillstore status [CLIENT] [--scope S]
-    spillstore add CLIENT NAME [--scope S] (-- CMD [ARGS...] | --url URL)
+    spillstore add CLIENT NAME [--scope S] (-- CMD [ARGS...] | --url URL [--sse]
+                                            [--header NAME=VALUE ...])
 
 CLIENT is one of :data:`~spillstore._clients.registry.CLIENTS` (``claude-code``,
 ``claude-desktop``, ``cursor``, ``windsurf``, ``vscode``, ``gemini``, ``codex``, ``zed``,
@@ -40,6 +41,9 @@ from spillstore._cli.errors import EXIT_USAGE, fail
 from spillstore._cli.options import (
     BudgetOption,
     CommandArgument,
+    HeaderOption,
+    SseOption,
+    UrlOption,
     command_app,
     global_options,
     optional,
@@ -50,7 +54,9 @@ from spillstore._clients import files, ops
 from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.formats import Format
 from spillstore._clients.registry import CLIENTS, Client, Place, backup_dir
-from spillstore._clients.wrap import ProxyOptions, check_launcher
+from spillstore._clients.wrap import ProxyOptions, Remote, check_launcher
+from spillstore._core.checks import split_header
+from spillstore._errors import ConfigError
 
 __all__ = ["app"]
 
@@ -301,10 +307,9 @@ def add_command(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The new server's name.")],
     *,
     upstream: CommandArgument = None,
-    url: Annotated[
-        str | None,
-        optional("--url", metavar="URL", help="A streamable-HTTP server instead of CMD."),
-    ] = None,
+    url: UrlOption = None,
+    sse: SseOption = False,
+    header: HeaderOption = None,
     scope: ScopeOption = None,
     dry_run: DryRunOption = False,
     max_bytes: BudgetOption = None,
@@ -312,20 +317,27 @@ def add_command(
     config: ConfigOption = None,
     launcher: LauncherOption = None,
 ) -> None:
-    """Add a server that runs behind the cap: add CLIENT NAME -- CMD [ARGS...]."""
+    """Add a server that runs behind the cap: add CLIENT NAME -- CMD [ARGS...], or
+    add CLIENT NAME --url URL [--sse] [--header NAME=VALUE ...] (each header's value is
+    kept in the entry's env, out of the process list)."""
     command = list(upstream or [])
     if command[:1] and command[0].startswith("-"):
         fail(f"no such option: {command[0]} (the server's command goes after --)", EXIT_USAGE)
     if bool(command) == bool(url):
         fail("give the server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
+    if not url and (sse or header):
+        fail("--sse and --header go with --url", EXIT_USAGE)
+    try:
+        headers = dict(split_header(text) for text in header or [])
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
     _, target, snapshot = _open(client, scope, config, must_exist=False)
     text, change = ops.add(
         target.config(snapshot),
         name,
         launcher=_launcher(launcher),
         options=ProxyOptions(max_bytes=max_bytes, store=store),
-        command=command,
-        url=url,
+        upstream=Remote(url, sse, headers) if url else command,
     )
     row = _row(target, snapshot, [change])
     _finish(row, snapshot, text, dry_run)

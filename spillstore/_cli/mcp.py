@@ -8,15 +8,17 @@ command line.
 
 The root command line loads this module only when ``mcp`` runs, and this module imports
 the MCP SDK only once a command runs: ``proxy`` first starts the upstream server
-(:func:`spillstore.mcp.launch.launch`, standard library only), then imports the SDK
-while the upstream boots, and the proxy adopts the running process.
+(:func:`spillstore.mcp.launch.launch`, standard library only), then reads its settings
+(pydantic) and imports the SDK while the upstream boots, and the proxy adopts the
+running process (a bad setting stops it again).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated
 
 import typer
@@ -25,12 +27,17 @@ from spillstore._cli.errors import EXIT_USAGE, fail, run_app
 from spillstore._cli.options import (
     BudgetOption,
     CommandArgument,
+    HeaderOption,
+    SseOption,
+    UrlOption,
     command_app,
     global_options,
     optional,
     settings,
     takes_global_options,
 )
+from spillstore._core.checks import header_problem, split_header
+from spillstore._errors import ConfigError
 from spillstore.mcp.defaults import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESTARTS,
@@ -105,9 +112,17 @@ def proxy_command(
     *,
     upstream: CommandArgument = None,
     max_bytes: BudgetOption = None,
-    url: Annotated[
-        str | None,
-        optional("--url", metavar="URL", help="A streamable-HTTP upstream instead of CMD."),
+    url: UrlOption = None,
+    sse: SseOption = False,
+    header: HeaderOption = None,
+    header_env: Annotated[
+        list[str] | None,
+        optional(
+            "--header-env",
+            metavar="NAME=VAR",
+            help="An HTTP header whose value is in the environment variable VAR "
+            "(repeatable; unlike --header, it keeps a secret out of the process list).",
+        ),
     ] = None,
     timeout: Annotated[
         float,
@@ -123,27 +138,36 @@ def proxy_command(
         typer.Option("--prefix", metavar="PREFIX", help="Spill tool name prefix on a name clash."),
     ] = DEFAULT_PREFIX,
 ) -> None:
-    """Run an MCP server behind the cap: proxy [OPTIONS] -- CMD [ARGS...]."""
+    """Run an MCP server behind the cap: proxy [OPTIONS] -- CMD [ARGS...], or
+    proxy [OPTIONS] --url URL [--sse] [--header NAME=VALUE | --header-env NAME=VAR ...]."""
     command = list(upstream or [])
     if command[:1] and command[0].startswith("-"):  # an unknown option, not a program
         fail(f"no such option: {command[0]} (the upstream command goes after --)", EXIT_USAGE)
     if bool(command) == bool(url):
         fail("give the upstream server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
-    chosen = settings(ctx, **({"max_bytes": max_bytes} if max_bytes is not None else {}))
+    if not url and (sse or header or header_env):
+        fail("--sse, --header and --header-env go with --url", EXIT_USAGE)
+    try:
+        headers = _headers(header or [], header_env or [], os.environ)
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
     launched = None
-    if command:  # start it now: it boots while the SDK is imported
+    if command:  # start it now: it boots while the settings and the SDK are imported
         from spillstore.mcp.launch import launch  # noqa: PLC0415 - standard library only
 
         try:
             launched = launch(command[0], command[1:])
         except OSError as exc:
             fail(f"proxy: cannot start the upstream server {command[0]!r}: {exc}")
-    try:
+    try:  # a bad setting stops it again (finally)
+        chosen = settings(ctx, **({"max_bytes": max_bytes} if max_bytes is not None else {}))
         from spillstore.mcp import run_proxy  # noqa: PLC0415 - the SDK, while it boots
 
         run_proxy(
             command or None,
             url=url,
+            headers=headers,
+            sse=sse,
             settings=chosen,
             call_timeout=timeout,
             max_restarts=max_restarts,
@@ -153,6 +177,37 @@ def proxy_command(
     finally:
         if launched is not None and not launched.adopted:
             launched.discard()
+
+
+def _headers(
+    given: Iterable[str], from_env: Iterable[str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The headers of ``--header NAME=VALUE`` and ``--header-env NAME=VAR`` options.
+
+    ``--header`` carries its value on the command line (which other local users can see
+    in the process list); ``--header-env`` names the environment variable that holds it,
+    which is how ``spillstore install`` writes a client's headers.
+
+    Raises:
+        ConfigError: a malformed option, a variable that is not set, or a value with a
+            line break or NUL (which HTTP cannot carry).
+    """
+    found: dict[str, str] = {}
+    for text in given:
+        name, value = split_header(text)
+        found[name] = value
+    for text in from_env:
+        name, variable = split_header(text, "--header-env")
+        if variable not in environ:
+            raise ConfigError(
+                f"--header-env {name}={variable}: the environment variable {variable} is not set"
+            )
+        found[name] = environ[variable]
+    for name, value in found.items():
+        problem = header_problem(name, value)
+        if problem is not None:
+            raise ConfigError(problem)
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> None:

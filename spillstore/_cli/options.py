@@ -64,6 +64,25 @@ CommandArgument = Annotated[
 ]
 """A command line to run (``run``'s command, ``mcp proxy``'s upstream server)."""
 
+UrlOption = Annotated[
+    str | None,
+    optional("--url", metavar="URL", help="A remote MCP server instead of CMD."),
+]
+"""A remote MCP server's URL (``mcp proxy``'s upstream, ``add``'s new server)."""
+
+SseOption = Annotated[
+    bool, typer.Option("--sse", help="The --url server speaks SSE, not streamable HTTP.")
+]
+"""The ``--url`` server speaks the HTTP+SSE transport."""
+
+HeaderOption = Annotated[
+    list[str] | None,
+    optional(
+        "--header", metavar="NAME=VALUE", help="An HTTP header for the --url server (repeatable)."
+    ),
+]
+"""HTTP headers for a remote MCP server, as given."""
+
 BudgetOption = Annotated[
     str | None,
     optional(

@@ -228,7 +228,7 @@ class TomlFormat(Format):
                     del entry[key]
             for key, item in value.items():
                 if key not in old or old[key] != item:
-                    entry[key] = item
+                    entry[key] = _toml_item(item, entry.get(key))
         for name, original in originals.items():
             try:
                 _restore(servers, name, original)
@@ -251,6 +251,16 @@ class TomlFormat(Format):
             table[key] = item
         servers[name] = table
         return match_newlines(text, doc.as_string())
+
+
+def _toml_item(value: Any, current: Any) -> Any:
+    """A new value for a key: a table as an inline table (a key of the entry that
+    :func:`_restore` can take out again), unless the key is a sub-table already."""
+    if isinstance(value, dict) and not isinstance(current, tomlkit.items.Table):
+        inline = tomlkit.inline_table()
+        inline.update(value)
+        return inline
+    return value
 
 
 def _restore(servers: Any, name: str, original: str) -> None:

@@ -25,6 +25,7 @@ from spillstore._clients.formats import Format
 from spillstore._clients.wrap import (
     Flavor,
     ProxyOptions,
+    Remote,
     Skip,
     Wrapped,
     check_launcher,
@@ -196,10 +197,9 @@ def add(
     *,
     launcher: list[str],
     options: ProxyOptions,
-    command: list[str],
-    url: str | None,
+    upstream: list[str] | Remote,
 ) -> tuple[str, Change]:
-    """Add a new server, already behind the proxy.
+    """Add a new server, already behind the proxy: a command line, or a remote server.
 
     Raises:
         ClientConfigError: the text does not parse, or a server of that name exists.
@@ -208,5 +208,5 @@ def add(
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     if text.strip() and name in fmt.entries(text, where):
         raise ClientConfigError(f"{where}: a server named {name!r} is already there", path=where)
-    entry = new_entry(flavor, launcher, options, command, url)
+    entry = new_entry(flavor, launcher, options, upstream)
     return fmt.add_entry(text, name, entry), Change(name, "added", describe(entry, flavor))

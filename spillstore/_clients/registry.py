@@ -196,7 +196,7 @@ CLIENTS: dict[str, Client] = {
         Client(
             "codex",
             "Codex",
-            Flavor(stdio_type=None),
+            Flavor(stdio_type=None, headers_key="http_headers"),
             _BOTH,
             _user_or_project(
                 lambda p: _codex_home(p) / "config.toml",
@@ -218,7 +218,9 @@ CLIENTS: dict[str, Client] = {
         Client(
             "opencode",
             "opencode",
-            Flavor(command_list=True, stdio_type="local", remote_type="remote"),
+            Flavor(
+                command_list=True, stdio_type="local", remote_type="remote", env_key="environment"
+            ),
             _BOTH,
             _opencode,
         ),

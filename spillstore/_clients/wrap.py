@@ -2,15 +2,19 @@
 
 A client's entry is a JSON/TOML object. :func:`wrap` turns it into the entry that runs
 ``spillstore mcp proxy [OPTIONS] -- <the original command>`` (a local server) or
-``spillstore mcp proxy [OPTIONS] --url URL`` (a streamable-HTTP server), keeping every
-other field (name, env, cwd, timeouts, unknown fields) as it was. :func:`unwrap` is the
-way back when no backup of the original entry is at hand: it rebuilds the original
-from the wrapped command line (same values; the formatting may differ).
+``spillstore mcp proxy [OPTIONS] --url URL [--sse] [--header-env NAME=VAR ...]`` (a
+remote server, streamable HTTP or SSE), keeping every other field (name, env, cwd,
+timeouts, unknown fields) as it was. A remote server's headers move into the entry's
+environment (``SPILLSTORE_HEADER_<NAME>``, the value verbatim, so ``${input:...}`` and
+``${VAR}`` references are still expanded by the client, and no secret shows in the process
+list) and the proxy reads them from there. :func:`unwrap` is the way back when no backup
+of the original entry is at hand: it rebuilds the original from the wrapped command line
+and environment (same values; the formatting may differ).
 
 What cannot be wrapped comes back as a :class:`Skip` with the reason: an entry already
-wrapped (by spillstore or by another capping proxy), an SSE server (the proxy speaks
-streamable HTTP to its upstream), a remote server that sends headers or tokens (the
-proxy has no way to send them yet), an entry with neither a command nor a URL.
+wrapped (by spillstore or by another capping proxy), a remote server that signs in
+through the client (OAuth, Codex's token variables: the proxy cannot), headers that are
+not name/text pairs, an entry with neither a command nor a URL.
 
 Pure: no I/O.
 """
@@ -18,15 +22,18 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from spillstore._clients.errors import ClientConfigError
+from spillstore._core.checks import header_problem
 
 __all__ = [
     "OTHER_PROXIES",
     "Flavor",
     "ProxyOptions",
+    "Remote",
     "Skip",
     "Wrapped",
     "check_launcher",
@@ -40,7 +47,10 @@ __all__ = [
 OTHER_PROXIES = ("ctxtual",)
 """Programs that already cap results: an entry run through one is not wrapped again."""
 
-_HEADER_KEYS = ("headers", "http_headers", "env_http_headers", "bearer_token_env_var", "oauth")
+_SIGN_IN_KEYS = ("env_http_headers", "bearer_token_env_var", "oauth", "authProviderType")
+"""Remote-entry fields through which the client itself signs in: such entries stay as
+they are."""
+_HEADER_VAR = "SPILLSTORE_HEADER_"
 _SSE_TYPES = frozenset({"sse"})
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamablehttp", "streamable_http", "remote"})
 
@@ -58,6 +68,8 @@ class Flavor:
         stdio_type: what ``type`` says for a local server (``stdio``, opencode's
             ``local``), or None when the client writes no type.
         remote_type: what ``type`` says for a remote server, when the client writes one.
+        headers_key: where a remote server's HTTP headers are (Codex: ``http_headers``).
+        env_key: where a local server's environment is (opencode: ``environment``).
     """
 
     url_keys: tuple[str, ...] = ("url",)
@@ -65,6 +77,8 @@ class Flavor:
     command_list: bool = False
     stdio_type: str | None = "stdio"
     remote_type: str = "http"
+    headers_key: str = "headers"
+    env_key: str = "env"
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,16 @@ class ProxyOptions:
 
 
 @dataclass(frozen=True)
+class Remote:
+    """A remote server to put behind the proxy: its URL, whether it speaks SSE (not
+    streamable HTTP), and the HTTP headers it is sent."""
+
+    url: str
+    sse: bool = False
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Skip:
     """An entry left as it is, and why."""
 
@@ -102,6 +126,11 @@ class Wrapped:
     options: tuple[str, ...]
     command: tuple[str, ...] = ()
     url: str | None = None
+    sse: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+    """``--header NAME=VALUE`` pairs."""
+    header_vars: tuple[tuple[str, str], ...] = ()
+    """``--header-env NAME=VAR`` pairs."""
 
 
 def _argv(entry: dict[str, Any], flavor: Flavor) -> list[str] | None:
@@ -162,13 +191,28 @@ def _parse_proxy(rest: list[str]) -> Wrapped:
     if "--" in rest:
         cut = rest.index("--")
         return Wrapped(options=tuple(rest[:cut]), command=tuple(rest[cut + 1 :]))
-    options = list(rest)
+    options: list[str] = []
     url = None
-    if "--url" in options:
-        at = options.index("--url")
-        url = options[at + 1] if at + 1 < len(options) else None
-        del options[at : at + 2]
-    return Wrapped(options=tuple(options), url=url)
+    sse = False
+    pairs: dict[str, list[tuple[str, str]]] = {"--header": [], "--header-env": []}
+    words = iter(rest)
+    for word in words:
+        if word == "--url":
+            url = next(words, None)
+        elif word == "--sse":
+            sse = True
+        elif word in pairs:
+            name, _, value = next(words, "").partition("=")
+            pairs[word].append((name, value))
+        else:
+            options.append(word)
+    return Wrapped(
+        options=tuple(options),
+        url=url,
+        sse=sse,
+        headers=tuple(pairs["--header"]),
+        header_vars=tuple(pairs["--header-env"]),
+    )
 
 
 def wrapped_by(entry: dict[str, Any], flavor: Flavor) -> Wrapped | str | None:
@@ -228,15 +272,43 @@ def wrap(
     if remote is None:
         return Skip("neither a command nor a URL")
     key, url, sse = remote
-    if sse:
-        return Skip("an SSE server: the proxy reaches upstreams over streamable HTTP only")
-    if any(entry.get(k) for k in _HEADER_KEYS):
-        return Skip("sends headers or a token, which the proxy cannot send yet")
-    new = {k: v for k, v in entry.items() if k not in (key, *_HEADER_KEYS)}
+    signs_in = [k for k in _SIGN_IN_KEYS if entry.get(k)]
+    if signs_in:
+        return Skip(f"signs in through the client ({signs_in[0]}), which the proxy cannot do")
+    headers = entry.get(flavor.headers_key) or {}
+    if not isinstance(headers, dict):
+        return Skip(f"its {flavor.headers_key} are not an object")
+    problem = next(filter(None, (header_problem(k, v) for k, v in headers.items())), None)
+    if problem is not None:
+        return Skip(f"{problem}, so it cannot be sent")
+    if headers and not isinstance(entry.get(flavor.env_key, {}), dict):
+        return Skip(f"its {flavor.env_key} is not an object, so its headers have nowhere to go")
+    new = {k: v for k, v in entry.items() if k not in (key, flavor.headers_key)}
     if "type" in new or flavor.command_list:
         new["type"] = flavor.stdio_type or "stdio"
-    proxy = [*launcher, "mcp", "proxy", *options.args(), "--url", url]
-    return _with_command(new, flavor, proxy, [])
+    proxy = [*launcher, "mcp", "proxy", *options.args()]
+    return _remote(new, flavor, proxy, Remote(url, sse, headers))
+
+
+def _remote(
+    entry: dict[str, Any], flavor: Flavor, proxy: list[str], remote: Remote
+) -> dict[str, Any]:
+    """``entry`` running ``proxy --url URL``; each header's value goes into the entry's
+    environment under a ``SPILLSTORE_HEADER_`` name the command line gives."""
+    args = ["--url", remote.url, *(["--sse"] if remote.sse else [])]
+    env = dict(entry.get(flavor.env_key) or {})
+    for name, value in remote.headers.items():
+        var = _HEADER_VAR + re.sub(r"[^0-9A-Za-z]", "_", name).upper()
+        base, n = var, 1
+        while var in env:
+            n += 1
+            var = f"{base}_{n}"
+        env[var] = value
+        args += ["--header-env", f"{name}={var}"]
+    new = _with_command(entry, flavor, [*proxy, *args], [])
+    if remote.headers:
+        new[flavor.env_key] = env
+    return new
 
 
 def _with_command(
@@ -252,14 +324,14 @@ def _with_command(
 
 
 def new_entry(
-    flavor: Flavor, launcher: list[str], options: ProxyOptions, command: list[str], url: str | None
+    flavor: Flavor, launcher: list[str], options: ProxyOptions, upstream: list[str] | Remote
 ) -> dict[str, Any]:
-    """A new wrapped entry (``spillstore add``): a command line, or a URL."""
+    """A new wrapped entry (``spillstore add``): a command line, or a remote server."""
     base: dict[str, Any] = {} if flavor.stdio_type is None else {"type": flavor.stdio_type}
     proxy = [*launcher, "mcp", "proxy", *options.args()]
-    if url is not None:
-        return _with_command(base, flavor, [*proxy, "--url", url], [])
-    return _with_command(base, flavor, [*proxy, "--"], command)
+    if isinstance(upstream, Remote):
+        return _remote(base, flavor, proxy, upstream)
+    return _with_command(base, flavor, [*proxy, "--"], upstream)
 
 
 def unwrap(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
@@ -269,11 +341,7 @@ def unwrap(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
     if not isinstance(found, Wrapped):
         return None
     if found.url is not None:
-        new = {k: v for k, v in entry.items() if k not in ("command", "args")}
-        new[flavor.url_keys[0]] = found.url
-        if "type" in new:
-            new["type"] = flavor.remote_type
-        return new
+        return _unwrap_remote(entry, flavor, found)
     if not found.command:
         return None
     new = dict(entry)
@@ -289,6 +357,31 @@ def unwrap(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
     return new
 
 
+def _unwrap_remote(entry: dict[str, Any], flavor: Flavor, found: Wrapped) -> dict[str, Any] | None:
+    """The remote entry back: its URL, and its headers from the command line and the
+    environment (None when a header's variable is not in the entry's environment)."""
+    assert found.url is not None
+    new = {k: v for k, v in entry.items() if k not in ("command", "args")}
+    env = dict(new.get(flavor.env_key) or {})
+    headers = dict(found.headers)
+    for name, var in found.header_vars:
+        if not isinstance(env.get(var), str):
+            return None
+        headers[name] = env.pop(var)
+    if found.header_vars:
+        if env:
+            new[flavor.env_key] = env
+        else:
+            new.pop(flavor.env_key, None)
+    keys = flavor.sse_keys if found.sse and flavor.sse_keys else flavor.url_keys
+    new[keys[0]] = found.url
+    if headers:
+        new[flavor.headers_key] = headers
+    if "type" in new:
+        new["type"] = "sse" if found.sse and not flavor.command_list else flavor.remote_type
+    return new
+
+
 def describe(entry: Any, flavor: Flavor) -> str:
     """One line about an entry for ``status``: how it runs, and what wraps it."""
     if not isinstance(entry, dict):
@@ -296,6 +389,11 @@ def describe(entry: Any, flavor: Flavor) -> str:
     found = wrapped_by(entry, flavor)
     if isinstance(found, Wrapped):
         upstream = f"--url {found.url}" if found.url else "-- " + " ".join(found.command)
+        names = [name for name, _ in (*found.headers, *found.header_vars)]
+        if found.sse or names:  # header names only: their values may be secrets
+            sent = ["SSE"] if found.sse else []
+            sent += [f"headers {', '.join(names)}"] if names else []
+            upstream += f" ({'; '.join(sent)})"
         options = " ".join(found.options) or "default options"
         return f"wrapped ({options}): {upstream}"
     if found is not None:

@@ -7,10 +7,19 @@ and the value; ``bool`` is never accepted as a number, whatever Python thinks of
 from __future__ import annotations
 
 import math
+import re
 
 from spillstore._errors import ConfigError
 
-__all__ = ["MAX_SHOWN_CHARS", "at_most", "check_int", "check_number", "shown"]
+__all__ = [
+    "MAX_SHOWN_CHARS",
+    "at_most",
+    "check_int",
+    "check_number",
+    "header_problem",
+    "shown",
+    "split_header",
+]
 
 MAX_SHOWN_CHARS = 100
 """The most characters of a bad value an error message echoes."""
@@ -83,3 +92,29 @@ def check_number(name: str, value: object, *, minimum: float = 0.0) -> float:
     ):
         raise ConfigError(f"{name} must be a number >= {minimum:g}; got {shown(value)}", field=name)
     return float(value)
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP field name (RFC 9110 ``token``)."""
+
+
+def header_problem(name: object, value: object) -> str | None:
+    """Why ``name: value`` cannot be sent as an HTTP header (None: it can)."""
+    if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        return f"{shown(name)} is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)"
+    if not isinstance(value, str) or re.search(r"[^\t\x20-\x7e]", value):
+        return f"the value of header {name} is not one line of printable ASCII"
+    return None
+
+
+def split_header(text: str, option: str = "--header") -> tuple[str, str]:
+    """``NAME=VALUE`` (a command-line option) as (name, value).
+
+    Raises:
+        ConfigError: no ``=``, or ``NAME`` is not an HTTP header name.
+    """
+    name, sep, value = text.partition("=")
+    problem = header_problem(name, "") if sep else "give NAME=VALUE"
+    if problem is not None:
+        raise ConfigError(f"{option} {shown(text)}: {problem}")
+    return name, value

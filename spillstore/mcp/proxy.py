@@ -1,7 +1,8 @@
 """The MCP proxy: any MCP server behind the cap, plus the spill tools.
 
 :class:`SpillProxy` connects to one upstream server (a subprocess over stdio, read with
-the linear :class:`~spillstore.mcp.transport.StdioTransport`, or a streamable-HTTP URL)
+the linear :class:`~spillstore.mcp.transport.StdioTransport`, or a remote URL: streamable
+HTTP or SSE, with headers)
 and serves, downstream, a low-level SDK ``Server`` that:
 
 - lists the upstream's tools, without their ``output_schema`` (any result may be
@@ -106,6 +107,8 @@ class SpillProxy:
         command: the upstream server's command line (``["npx", "-y", "server", ...]``).
         url: instead of ``command``, a streamable-HTTP upstream (no size limit on
             server-sent events is applied).
+        headers: HTTP headers sent with every request to ``url`` (e.g. ``Authorization``).
+        sse: ``url`` is an SSE endpoint (the HTTP+SSE transport of protocol 2024-11-05).
         settings: budgets and caps (default: ``Settings()``: environment, then defaults).
         store: where spills go (default: the store ``settings`` name: its ``store`` URL,
             else a ``LocalStore`` at ``settings.dir``).
@@ -128,7 +131,8 @@ class SpillProxy:
             first), the caller discards it.
 
     Raises:
-        ConfigError: neither or both of ``command`` and ``url``, or bad numbers.
+        ConfigError: neither or both of ``command`` and ``url``, headers or ``sse``
+            without ``url``, or bad numbers.
     """
 
     def __init__(
@@ -136,6 +140,8 @@ class SpillProxy:
         command: Sequence[str] | None = None,
         *,
         url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        sse: bool = False,
         settings: Settings | None = None,
         store: Store | None = None,
         session: str | None = None,
@@ -156,6 +162,8 @@ class SpillProxy:
             raise ConfigError("give the upstream as exactly one of command= and url=")
         if command is not None and (isinstance(command, str) or not command):
             raise ConfigError("command must be a non-empty sequence: [executable, *args]")
+        if url is None and (headers or sse):
+            raise ConfigError("headers= and sse= are for a remote upstream (url=)")
         for label, value in (
             ("call_timeout", call_timeout),
             ("request_timeout", request_timeout),
@@ -167,6 +175,8 @@ class SpillProxy:
         check_int("max_restarts", max_restarts, minimum=0)
         self.command = list(command) if command is not None else None
         self.url = url
+        self.headers = dict(headers or {})
+        self.sse = sse
         self.settings = settings if settings is not None else Settings()
         self._store = store
         self.session_name = session if session is not None else self.settings.session
@@ -207,7 +217,7 @@ class SpillProxy:
                 launched=launched,
             )
         assert self.url is not None
-        return http_transport(self.url)
+        return http_transport(self.url, headers=self.headers, sse=self.sse)
 
     async def __aenter__(self) -> SpillProxy:
         async with AsyncExitStack() as stack:

@@ -102,7 +102,8 @@ async def arun_proxy(
 
     Args:
         command: the upstream server's command line.
-        url: instead of ``command``, a streamable-HTTP upstream.
+        url: instead of ``command``, a remote upstream (streamable HTTP; ``sse=True`` for
+            an SSE endpoint; ``headers=`` for its HTTP headers).
         max_bytes: the inline budget (bytes or a human size such as ``"50KB"``).
         dir: the store root.
         store_url: instead of ``dir``, a store URL (``s3://BUCKET/PREFIX``, ...).
@@ -111,7 +112,7 @@ async def arun_proxy(
             override them.
         stderr: where the upstream's stderr goes (default: inherited).
         options: more :class:`SpillProxy` keyword arguments (``call_timeout``,
-            ``max_restarts``, ``prefix``, ``env``, ``cwd``, ...).
+            ``max_restarts``, ``prefix``, ``env``, ``cwd``, ``headers``, ``sse``, ...).
 
     Raises:
         ConfigError: a bad setting or argument.

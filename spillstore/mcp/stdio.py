@@ -28,7 +28,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from spillstore.mcp.transport import LineSplitter, parse_line, write_all
+from spillstore.mcp.pipes import Readable, write_all
+from spillstore.mcp.transport import LineSplitter, parse_line
 
 __all__ = ["Intercept", "Reply", "stdio_streams", "unreadable_answer"]
 
@@ -44,14 +45,16 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-async def _read(fd: int, pollable: bool) -> bytes:
-    if not pollable:
+async def _read(fd: int, readable: Readable | None) -> bytes:
+    """Read a chunk of ``fd``: from the event loop when it can be polled (``readable``),
+    else in a worker thread."""
+    if readable is None:
         return await anyio.to_thread.run_sync(os.read, fd, READ_BYTES)
     while True:
         try:
             return os.read(fd, READ_BYTES)
         except BlockingIOError:
-            await anyio.wait_readable(fd)
+            await readable.wait()
 
 
 def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessage | None:
@@ -84,7 +87,13 @@ def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessa
 
 
 Reply = Callable[[bytes], Awaitable[None]]
-"""Writes one encoded JSON-RPC line (with its newline) to stdout, in order with the rest."""
+"""Writes one encoded JSON-RPC line (with its newline) to stdout, whole, from the calling
+task (raises ``anyio.ClosedResourceError`` once serving ends)."""
+
+
+def _encode(item: SessionMessage) -> bytes:
+    return item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
 
 Intercept = Callable[[bytes | bytearray, Reply], Awaitable[bool]]
 """Sees each stdin line before it is parsed; returns True when it took the line over."""
@@ -113,31 +122,40 @@ async def stdio_streams(
     os.close(null)
     os.dup2(2, 1)
     in_poll, out_poll = _pollable(in_fd), _pollable(out_fd)
+    readable = Readable(in_fd) if in_poll else None
     blocking = (os.get_blocking(in_fd), os.get_blocking(out_fd))
     if in_poll:
         os.set_blocking(in_fd, False)
     if out_poll:
         os.set_blocking(out_fd, False)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage | bytes](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    out_lock = anyio.Lock(fast_acquire=True)  # one line at a time; no yield when free
+    closing = False
+
+    async def reply(data: bytes) -> None:
+        """Write a line now, from the calling task (no hop through the writer task)."""
+        if closing:
+            raise anyio.ClosedResourceError
+        async with out_lock:
+            await write_all(out_fd, data, pollable=out_poll)
 
     async def reader() -> None:
         splitter = LineSplitter()
-        answers = write_send.clone()
 
         async def take(line: bytes | bytearray) -> None:
-            if intercept is not None and await intercept(line, answers.send):
+            if intercept is not None and await intercept(line, reply):
                 return
             message = parse_line(line)
             if isinstance(message, Exception):
                 answer = unreadable_answer(line, message)
                 if answer is not None:
-                    await answers.send(answer)
+                    await reply(_encode(answer))
                     return
             await read_send.send(message)
 
-        async with read_send, answers:
-            while chunk := await _read(in_fd, in_poll):
+        async with read_send:
+            while chunk := await _read(in_fd, readable):
                 for line in splitter.feed(chunk):
                     if line.strip():
                         await take(line)
@@ -151,11 +169,9 @@ async def stdio_streams(
         try:
             async with write_recv:
                 async for item in write_recv:
-                    if isinstance(item, bytes):
-                        await write_all(out_fd, item, pollable=out_poll)
-                        continue
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await write_all(out_fd, data.encode("utf-8") + b"\n", pollable=out_poll)
+                    data = _encode(item)
+                    async with out_lock:
+                        await write_all(out_fd, data, pollable=out_poll)
         finally:
             written.set()
 
@@ -167,11 +183,14 @@ async def stdio_streams(
                 yield read_recv, write_send
             finally:
                 # Let the last responses out before the descriptors are given back.
+                closing = True
                 write_send.close()
                 with anyio.move_on_after(FLUSH_SECONDS, shield=True):
                     await written.wait()
                 tg.cancel_scope.cancel()
     finally:
+        if readable is not None:
+            readable.close()
         for fd, was_blocking in ((in_fd, blocking[0]), (out_fd, blocking[1])):
             with suppress(OSError):
                 os.set_blocking(fd, was_blocking)

@@ -28,11 +28,12 @@ import json
 import logging
 import os
 import re
+import select
 import signal
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 import anyio
 import anyio.abc
@@ -42,18 +43,19 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from spillstore.mcp.launch import Launched, launch
+from spillstore.mcp.pipes import Readable, write_all
 
 __all__ = [
     "CLAIM_PREFIX",
     "KNOWN_BLOCK_TYPES",
     "THREAD_PARSE_BYTES",
+    "Claim",
     "Claimed",
     "LineSplitter",
     "StdioTransport",
     "known_blocks_only",
     "load_tool_response",
     "parse_line",
-    "write_all",
 ]
 
 log = logging.getLogger("spillstore")
@@ -75,6 +77,9 @@ KNOWN_BLOCK_TYPES: Final = frozenset({"text", "image", "audio", "resource", "res
 
 CLAIM_PREFIX: Final = "spillstore:"
 """Request ids the proxy sends without the SDK session start with this (see ``claims``)."""
+
+_PIPE_BUF: Final[int] = getattr(select, "PIPE_BUF", 0) if sys.platform != "win32" else 0
+"""Writes to a pipe up to this size are atomic (POSIX); 0: no write is taken as atomic."""
 
 _CLAIMED_ID = re.compile(rb'"id"\s*:\s*"(spillstore:[0-9]+)"')
 _ID_WINDOW = 512
@@ -166,6 +171,17 @@ Claimed = tuple[bytes | bytearray, tuple[int, int]]
 """A claimed response line, and the ``[start, end)`` span of its quoted id in it."""
 
 
+class Claim(Protocol):
+    """Who waits for the response to a request sent with :meth:`StdioTransport.send_raw`."""
+
+    async def deliver(self, claimed: Claimed) -> None:
+        """Take the response line, unparsed. Called by the transport's reader: it must
+        not wait for long (a slow answer goes to a task of the claimant's own)."""
+
+    def end(self) -> None:
+        """No response will come: the server's stdout ended."""
+
+
 def load_tool_response(box: list[bytes | bytearray]) -> Any:
     """Parse the ``tools/call`` response line in ``box`` (emptied, so the bytes are freed
     early), unknown content blocks made notices."""
@@ -249,15 +265,16 @@ class StdioTransport:
         self.pid: int | None = None
         self._launched = launched
         self._process: Launched | None = None
-        self.claims: dict[str, MemoryObjectSendStream[Claimed]] = {}
-        """Responses to route around the session: request id -> where its raw line goes
+        self.claims: dict[str, Claim] = {}
+        """Responses to route around the session: request id -> who takes its raw line
         with the span of its quoted id (ids start with :data:`CLAIM_PREFIX`; see
-        :meth:`send_raw`). The streams are closed when the server's stdout ends."""
-        self._stdin_lock = anyio.Lock()
+        :meth:`send_raw`). Each is told when the server's stdout ends instead."""
+        self._stdin_lock = anyio.Lock(fast_acquire=True)  # no yield when it is free
         self._tg: anyio.abc.TaskGroup | None = None
         self._tool_call_ids: set[Any] = set()
         self._streams: list[Any] = []
         self._stdout_fd: int | None = None
+        self._readable: Readable | None = None
 
     def describe_exit(self) -> str:
         """A short phrase saying how the server ended, for error results."""
@@ -307,6 +324,8 @@ class StdioTransport:
             for stream in self._streams:
                 stream.close()
             fd, self._stdout_fd = self._stdout_fd, None
+            if self._readable is not None:
+                self._readable.close()
             if fd is not None:
                 os.close(fd)
             self.returncode = self._process.returncode
@@ -319,13 +338,14 @@ class StdioTransport:
         send: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
         splitter = LineSplitter()
+        readable = self._readable = Readable(fd)
         try:
             async with send:
                 while True:
                     try:
                         chunk = os.read(fd, READ_CHUNK_BYTES)
                     except BlockingIOError:
-                        await anyio.wait_readable(fd)
+                        await readable.wait()
                         continue
                     except OSError:
                         break
@@ -336,8 +356,12 @@ class StdioTransport:
                     lines.reverse()
                     while lines:
                         line = lines.pop()
-                        if self.claims and self._route_claimed(line):
-                            del line  # the claimant holds it now
+                        claimed = self._claimed(line) if self.claims else None
+                        if claimed is not None:
+                            claim, span = claimed
+                            del claimed
+                            await claim.deliver((line, span))
+                            del line
                             continue
                         box = [line]
                         del line
@@ -355,25 +379,40 @@ class StdioTransport:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the session went away; the process is stopped on exit
         finally:
-            for stream in self.claims.values():
-                stream.close()  # no answer will come
-            self.claims.clear()
+            ended, self.claims = list(self.claims.values()), {}
+            for claim in ended:
+                claim.end()  # no answer will come
             await self._note_exit(process)
 
-    def _route_claimed(self, line: bytes | bytearray) -> bool:
-        """Hand a response to a claimed id to its claimant, unparsed (the id is looked
-        for near either end of the line, where JSON-RPC encoders put it)."""
+    def _claimed(self, line: bytes | bytearray) -> tuple[Claim, tuple[int, int]] | None:
+        """The claimant of a response to a claimed id (no longer waiting in
+        :attr:`claims`), and the span of the quoted id; the id is looked for near either
+        end of the line, where JSON-RPC encoders put it."""
         found = _CLAIMED_ID.search(line, 0, _ID_WINDOW) or _CLAIMED_ID.search(
             line, max(len(line) - _ID_WINDOW, 0)
         )
         if found is None:
+            return None
+        claim = self.claims.pop(found.group(1).decode("ascii"), None)
+        if claim is None:
+            return None
+        return claim, (found.start(1) - 1, found.end(1) + 1)
+
+    def send_raw_nowait(self, data: bytes) -> bool:
+        """Write one encoded JSON-RPC line to the server's stdin now, if the pipe takes it
+        whole at once (a write of at most ``PIPE_BUF`` bytes is all or nothing) and no
+        other line is being written; False: nothing was written.
+
+        Raises:
+            OSError: the server is gone.
+        """
+        assert self._process is not None and self._process.process.stdin is not None
+        if len(data) > _PIPE_BUF or self._stdin_lock.locked():
             return False
-        stream = self.claims.pop(found.group(1).decode("ascii"), None)
-        if stream is None:
+        try:
+            os.write(self._process.process.stdin.fileno(), data)
+        except BlockingIOError:
             return False
-        span = (found.start(1) - 1, found.end(1) + 1)
-        with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            stream.send_nowait((line, span))
         return True
 
     async def send_raw(self, data: bytes) -> None:
@@ -426,22 +465,6 @@ class StdioTransport:
         if process.returncode is None:
             await _terminate(process)
         self.returncode = process.returncode
-
-
-async def write_all(fd: int, data: bytes, *, pollable: bool = True) -> None:
-    """Write ``data`` to ``fd``: non-blocking, waiting while a pipe is full, or (a regular
-    file, which cannot be polled: ``pollable=False``) in a worker thread."""
-    view = memoryview(data)
-    while view:
-        if not pollable:
-            written = await anyio.to_thread.run_sync(os.write, fd, view)
-        else:
-            try:
-                written = os.write(fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(fd)
-                continue
-        view = view[written:]
 
 
 async def _terminate(process: Launched) -> None:

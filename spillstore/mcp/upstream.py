@@ -1,20 +1,20 @@
 """The proxy's upstream side: one connection to the upstream MCP server, restarted on demand.
 
 :class:`Upstream` starts the connection (a subprocess over
-:class:`~spillstore.mcp.transport.StdioTransport`, or streamable HTTP through
-:func:`http_transport`), notices when it ends (the process exited, the stream closed, or
-the proxy stopped a hung server), and restarts it when the next request needs it, up to
-``max_restarts`` times. :class:`~spillstore.mcp.proxy.SpillProxy` serves the downstream
-side.
+:class:`~spillstore.mcp.transport.StdioTransport`, or a remote server, streamable HTTP or
+SSE, with its headers, through :func:`http_transport`), notices when it ends (the process
+exited, the stream closed, or the proxy stopped a hung server), and restarts it when the
+next request needs it, up to ``max_restarts`` times.
+:class:`~spillstore.mcp.proxy.SpillProxy` serves the downstream side.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -23,6 +23,9 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 
 from spillstore._errors import UpstreamUnavailable
 from spillstore.mcp.transport import StdioTransport
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["Connection", "TransportFactory", "Upstream", "http_transport", "until_first"]
 
@@ -156,7 +159,8 @@ class Upstream:
             await old.ended.wait()
         outcome = await self._tg.start(self._run)
         if isinstance(outcome, BaseException):
-            self._last_end = f"could not be started ({type(outcome).__name__}: {outcome})"
+            cause = _leaf(outcome)
+            self._last_end = f"could not be started ({type(cause).__name__}: {cause})"
             raise UpstreamUnavailable(f"the upstream MCP server {self._last_end}") from outcome
         assert isinstance(outcome, Connection)
         return outcome
@@ -202,6 +206,13 @@ class Upstream:
                 conn.ended.set()
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside task-group wrappers (the group itself if it holds several)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 async def until_first(*waits: Callable[[], Any]) -> None:
     """Return when the first of ``waits`` returns."""
     async with anyio.create_task_group() as tg:
@@ -214,10 +225,68 @@ async def until_first(*waits: Callable[[], Any]) -> None:
             tg.start_soon(run, wait)
 
 
+HTTP_TIMEOUT = 30.0
+"""Seconds to connect to (and send to) a remote upstream, as the SDK's own clients use."""
+
+HTTP_READ_TIMEOUT = 300.0
+"""Seconds a streamable-HTTP response may stay silent (the SDK's default)."""
+
+SSE_IDLE_TIMEOUT = 24 * 3600.0
+"""Seconds an SSE upstream's event stream may stay silent. The stream is the session: the
+SDK's default (300 s) would end an idle one; a tool call has its own ``call_timeout``."""
+
+
+async def _refused(response: Any) -> None:
+    """Say so when a remote upstream refuses the proxy's credentials (the SDK's error for
+    a streamable-HTTP request does not carry the status)."""
+    if response.status_code in (401, 403):
+        log.warning(
+            "spillstore proxy: the upstream answered %s to %s %s: it wants credentials; pass "
+            "them with --header NAME=VALUE or --header-env NAME=VAR (a server that signs in "
+            "with OAuth in the client cannot be reached through the proxy)",
+            response.status_code,
+            response.request.method,
+            response.request.url,
+        )
+
+
+def _http_client(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """An HTTP client for a remote upstream (the SDK's client factory signature)."""
+    import httpx2  # noqa: PLC0415 - only for a remote upstream
+
+    return httpx2.AsyncClient(
+        headers=headers, timeout=timeout, auth=auth, event_hooks={"response": [_refused]}
+    )
+
+
 @asynccontextmanager
-async def http_transport(url: str) -> AsyncIterator[Any]:
-    """A streamable-HTTP upstream with no cap on the size of one server-sent event."""
+async def http_transport(
+    url: str, *, headers: Mapping[str, str] | None = None, sse: bool = False
+) -> AsyncIterator[Any]:
+    """A remote upstream: streamable HTTP (no cap on the size of one server-sent event), or
+    with ``sse`` the older HTTP+SSE transport; ``headers`` go with every request."""
+    if sse:
+        from mcp.client.sse import sse_client  # noqa: PLC0415 - only for an SSE upstream
+
+        async with sse_client(
+            url,
+            headers=dict(headers) if headers else None,
+            timeout=HTTP_TIMEOUT,
+            sse_read_timeout=SSE_IDLE_TIMEOUT,
+            httpx_client_factory=_http_client,
+        ) as streams:
+            yield streams
+        return
+    import httpx2  # noqa: PLC0415 - only for a remote upstream
     from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
 
-    async with streamable_http_client(url, max_sse_event_size=None) as streams:
+    timeout = httpx2.Timeout(HTTP_TIMEOUT, read=HTTP_READ_TIMEOUT)
+    async with (
+        _http_client(dict(headers) if headers else None, timeout) as client,
+        streamable_http_client(url, http_client=client, max_sse_event_size=None) as streams,
+    ):
         yield streams

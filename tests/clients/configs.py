@@ -19,6 +19,9 @@ words = st.text(
 """Command-line words and names: printable text, 4-byte characters included."""
 
 json_text = valid_utf8_text | words
+
+HEADER_NAMES = st.sampled_from(["Authorization", "X-Api-Key", "x_key", "X.Y", "Bad Name", ""])
+"""Header names, two of them not HTTP field names."""
 """Text values for JSON files (control characters and CRLF included: JSON escapes them)."""
 
 
@@ -48,7 +51,14 @@ def entries(flavor: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[di
         remote = st.builds(
             lambda url, extra: {"type": "remote", "url": url, **extra},
             values,
-            st.fixed_dictionaries({}, optional={"enabled": st.booleans()}),
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "enabled": st.booleans(),
+                    "headers": st.dictionaries(HEADER_NAMES, values, min_size=1, max_size=2),
+                    "environment": st.dictionaries(words, values, max_size=2),
+                },
+            ),
         )
         return local | remote
     stdio = st.builds(
@@ -73,15 +83,30 @@ def entries(flavor: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[di
     sse = st.builds(lambda url: {"type": "sse", "url": url}, values)
     if flavor == "gemini":
         sse = st.builds(lambda url: {"url": url}, values)
-    headers = st.builds(
-        lambda url, token: {url_key: "https://h/" + url, "headers": {"Authorization": token}},
-        values,
-        values,
+    headers_key = "http_headers" if flavor == "codex" else "headers"
+    header_values = values | st.sampled_from(
+        ["Bearer ${input:token}", "${TOKEN}", "Bearer ${env:TOKEN}", "$TOKEN", ""]
     )
+    sent = st.dictionaries(HEADER_NAMES, header_values, min_size=1, max_size=3)
+    headers = st.builds(
+        lambda remote, sent, extra: {**remote, headers_key: sent, **extra},
+        http | sse,
+        sent,
+        st.fixed_dictionaries({}, optional={"env": st.dictionaries(words, values, max_size=2)})
+        if flavor not in ("opencode", "codex")
+        else st.just({}),
+    )
+    signs_in = st.builds(
+        lambda url, key: {url_key: "https://h/" + url, key: "TOKEN" if flavor == "codex" else {}},
+        values,
+        st.sampled_from(
+            ["bearer_token_env_var", "env_http_headers"] if flavor == "codex" else ["oauth"]
+        ),
+    ).map(lambda e: {**e, "env_http_headers": {"X-Key": "KEY"}} if "env_http_headers" in e else e)
     other = st.builds(
         lambda args: {"command": "ctxtual", "args": ["wrap", "--", *args]}, st.lists(values)
     )
-    return stdio | http | sse | headers | other
+    return stdio | http | sse | headers | signs_in | other
 
 
 @st.composite

@@ -1,8 +1,9 @@
 """End to end: ``spillstore install`` rewrites a real ``.mcp.json`` that runs
-``mcp-server-git`` (from PyPI, in the ``test`` extra); the rewritten command line is
-launched exactly as the config states it, by the SDK's client, as Claude Code would; a
-large result comes back capped and reads back byte for byte; ``uninstall`` gives the
-file back unchanged."""
+``mcp-server-git`` (from PyPI, in the ``test`` extra), or that reaches a remote server
+over streamable HTTP with a header it requires; the rewritten command line is launched
+exactly as the config states it, by the SDK's client, as Claude Code would; a large
+result comes back capped and reads back byte for byte; ``uninstall`` gives the file back
+unchanged."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from mcp import Client, StdioServerParameters
 
 from spillstore import LocalStore
 from spillstore.mcp.convert import SPILL_META_KEY
+from tests.mcp.mcp_servers import served
+from tests.mcp.mcp_servers.big import make_text
 
 BIN = Path(sys.executable).parent
 BUDGET = 20_000
@@ -147,4 +150,57 @@ async def test_installed_git_server_runs_behind_the_cap_and_reads_back_exactly(
 
     out = _spillstore(home, work, "uninstall", "claude-code", "--scope", "project", "--all")
     assert "git: restored - from its backup, as it was" in out
+    assert config.read_text(encoding="utf-8") == original
+
+
+async def test_installed_remote_server_with_a_header_runs_behind_the_cap(tmp_path: Path) -> None:
+    """A remote entry whose header holds a ``${VAR}`` reference: install moves the value,
+    verbatim, into the entry's env and its name onto the command line; launched as the
+    config says (with the ``${VAR}`` expansion Claude Code applies to ``env``), the proxy
+    reaches the upstream, which refuses requests without the header, and caps a big
+    result that reads back exactly; uninstall gives back the same bytes."""
+    launcher = BIN / "spillstore"
+    if not launcher.exists():
+        pytest.skip("the spillstore script is not installed next to python")
+    home, work, store = tmp_path / "home", tmp_path / "work", tmp_path / "spills"
+    home.mkdir()
+    work.mkdir()
+    config = work / ".mcp.json"
+    with served("--require-header", "X-Spill-Token=s3cret") as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        remote = {"type": "http", "url": url, "headers": {"X-Spill-Token": "${SPILL_TOKEN}"}}
+        original = json.dumps({"mcpServers": {"remote": remote}}, indent=2)
+        config.write_text(original, encoding="utf-8")
+        out = _spillstore(
+            *(home, work, "install", "claude-code", "--scope", "project", "--all"),
+            *("--max-bytes", str(BUDGET), "--store", str(store), "--launcher", str(launcher)),
+        )
+        assert f"remote: wrapped - (--max-bytes {BUDGET} --store {store}): --url {url}" in out
+        entry = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]["remote"]
+        assert entry == {
+            "type": "stdio",
+            "command": str(launcher),
+            "args": [
+                *("mcp", "proxy", "--max-bytes", str(BUDGET), "--store", str(store)),
+                *("--url", url, "--header-env", "X-Spill-Token=SPILLSTORE_HEADER_X_SPILL_TOKEN"),
+            ],
+            "env": {"SPILLSTORE_HEADER_X_SPILL_TOKEN": "${SPILL_TOKEN}"},
+        }
+        expanded = {
+            **entry,
+            "env": {k: v.replace("${SPILL_TOKEN}", "s3cret") for k, v in entry["env"].items()},
+        }
+        result = await _call(expanded, "big", {"size": 200_000})
+        [text] = _texts(result)
+        assert len(text.encode()) <= BUDGET
+        spill = (result.meta or {})[SPILL_META_KEY]
+        assert (
+            LocalStore(store).read_bytes(spill["spillId"], 0, 200_000)
+            == make_text(200_000).encode()
+        )
+
+    status = _spillstore(home, work, "status", "claude-code", "--scope", "project")
+    assert "(headers X-Spill-Token)" in status and "SPILL_TOKEN}" not in status
+    out = _spillstore(home, work, "uninstall", "claude-code", "--scope", "project", "--all")
+    assert "remote: restored - from its backup, as it was" in out
     assert config.read_text(encoding="utf-8") == original

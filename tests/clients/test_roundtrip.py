@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from spillstore._clients import ops
 from spillstore._clients.formats import Format, JsonFormat
 from spillstore._clients.registry import CLIENTS, Place
-from spillstore._clients.wrap import ProxyOptions, Wrapped, wrapped_by
+from spillstore._clients.wrap import Flavor, ProxyOptions, Wrapped, wrapped_by
 from tests.clients.configs import LAUNCHER, json_config, toml_config
 
 PLACE = Place(home=Path("/home/é"), system="linux", env={}, cwd=Path("/home/é/app 🌙"))
@@ -50,6 +50,31 @@ def _argv(entry: dict[str, Any], fmt: Format, command_list: bool) -> list[str]:
     return [entry["command"], *entry.get("args", [])]
 
 
+def _check_remote(
+    original: dict[str, Any], entry: dict[str, Any], found: Wrapped, flavor: Flavor
+) -> None:
+    """A wrapped remote entry reaches the same URL, over the same transport, with the same
+    headers (each value verbatim in the entry's environment, its name on the command line;
+    no value on the command line), and keeps the original environment."""
+    assert found.url in (original.get(k) for k in (*flavor.url_keys, *flavor.sse_keys))
+    assert found.headers == ()
+    env = dict(entry.get(flavor.env_key) or {})
+    sent = {name: env.pop(var) for name, var in found.header_vars}
+    assert all(var.startswith("SPILLSTORE_HEADER_") for _, var in found.header_vars)
+    assert sent == (original.get(flavor.headers_key) or {})
+    assert env == (original.get(flavor.env_key) or {})
+    assert found.sse == (
+        original.get("type") == "sse" or ("url" in flavor.sse_keys and "url" in original)
+    )
+
+
+def _one_url_key(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any]:
+    """``entry`` with its URL under one key, whichever of the client's keys held it."""
+    keys = (*flavor.url_keys, *flavor.sse_keys)
+    urls = [v for k, v in entry.items() if k in keys]
+    return {**{k: v for k, v in entry.items() if k not in keys}, **({"URL": urls} if urls else {})}
+
+
 @pytest.mark.parametrize(("client", "scope"), SCOPED)
 @settings(max_examples=40)
 @given(data=st.data())
@@ -73,12 +98,14 @@ def test_install_then_uninstall_gives_back_the_same_bytes(
         found = wrapped_by(entry, flavor)
         assert isinstance(found, Wrapped)
         assert found.options == ("--max-bytes", "20KB", "--store", "s3://bucket/spills")
+        original = before[change.name]
         if found.url is None:
-            assert list(found.command) == _argv(
-                before[change.name], config.fmt, flavor.command_list
-            )
-        kept = {k: v for k, v in entry.items() if k not in ("command", "args", "type")}
-        assert all(before[change.name].get(k) == v for k, v in kept.items())
+            assert list(found.command) == _argv(original, config.fmt, flavor.command_list)
+        else:
+            _check_remote(original, entry, found, flavor)
+        skip = ("command", "args", "type", flavor.env_key)
+        kept = {k: v for k, v in entry.items() if k not in skip}
+        assert all(original.get(k) == v for k, v in kept.items())
 
     again, _, more = ops.install(
         dataclasses.replace(config, text=wrapped), None, launcher=LAUNCHER, options=OPTIONS
@@ -98,8 +125,10 @@ def test_install_then_uninstall_gives_back_the_same_bytes(
 def test_uninstall_without_backups_rebuilds_every_local_server(
     client: str, scope: str, data: st.DataObject
 ) -> None:
-    """With the backups lost, uninstall still gives back each local server's command line
-    and every other field (its formatting may differ)."""
+    """With the backups lost, uninstall still gives back each server's command line or URL,
+    transport and headers, and every other field (its formatting may differ; an empty
+    ``env`` of a remote server with headers is not written back, and a URL comes back
+    under the client's first URL key: Windsurf's ``url`` as ``serverUrl``)."""
     config = _config(client, scope, data)
     before = config.fmt.entries(config.text, "cfg")
     wrapped, changes, _ = ops.install(config, None, launcher=LAUNCHER, options=OPTIONS)
@@ -109,7 +138,12 @@ def test_uninstall_without_backups_rebuilds_every_local_server(
     after = config.fmt.entries(rebuilt, "cfg")
     for change in changes:
         original = before[change.name]
-        if change.action == "wrapped" and "command" in original:
-            if not original.get("args", True):  # an empty args list is not written back
-                original = {k: v for k, v in original.items() if k != "args"}
-            assert after[change.name] == original
+        if change.action != "wrapped":
+            continue
+        if "command" in original and not original.get("args", True):
+            original = {k: v for k, v in original.items() if k != "args"}  # not written back
+        env_key = config.flavor.env_key
+        if original.get(config.flavor.headers_key) and original.get(env_key) == {}:
+            original = {k: v for k, v in original.items() if k != env_key}
+        flavor = config.flavor
+        assert _one_url_key(after[change.name], flavor) == _one_url_key(original, flavor)

@@ -23,7 +23,8 @@ CONFIG = """{
     "git": {"command": "uvx", "args": ["mcp-server-git"]},
     "docs": {"type": "http", "url": "https://docs.example/mcp"},
     "feed": {"type": "sse", "url": "https://feed.example/sse"},
-    "private": {"type": "http", "url": "https://p.example/mcp", "headers": {"X-Key": "k"}},
+    "private": {"type": "http", "url": "https://p.example/mcp", "headers": {"X-Key": "${KEY}"}},
+    "login": {"type": "http", "url": "https://l.example/mcp", "oauth": {"clientId": "c"}},
     "capped": {"command": "uvx", "args": ["ctxtual", "wrap", "--", "npx", "srv"]}
   }
 }
@@ -74,17 +75,22 @@ def backups(project: Path) -> list[Path]:
 
 
 def test_install_wraps_what_it_can_and_says_why_not_for_the_rest(project: Path, cli: Cli) -> None:
-    """Local and streamable-HTTP servers are wrapped; SSE, header-bearing and
-    already-capped servers are reported and left byte for byte."""
+    """Local, streamable-HTTP and SSE servers are wrapped, headers included (their values
+    move to the entry's env verbatim, their names to the command line); servers that sign
+    in through the client and already-capped servers are reported and left byte for byte."""
     code, out = cli.install("--all", "--max-bytes", "20KB")
     assert code == 0, out
     assert "git: wrapped - (--max-bytes 20KB): -- uvx mcp-server-git" in out
     assert "docs: wrapped - (--max-bytes 20KB): --url https://docs.example/mcp" in out
-    assert "feed: skipped - an SSE server" in out
-    assert "private: skipped - sends headers or a token" in out
+    assert "feed: wrapped - (--max-bytes 20KB): --url https://feed.example/sse (SSE)" in out
+    assert (
+        "private: wrapped - (--max-bytes 20KB): --url https://p.example/mcp (headers X-Key)" in out
+    )
+    assert "${KEY}" not in out
+    assert "login: skipped - signs in through the client (oauth)" in out
     assert "capped: skipped - already wrapped by ctxtual" in out
     text = project.read_text(encoding="utf-8")
-    for kept in ("// my servers", '"feed": {"type": "sse"', '"X-Key": "k"', '"ctxtual", "wrap"'):
+    for kept in ("// my servers", '"oauth": {"clientId": "c"}', '"ctxtual", "wrap"'):
         assert kept in text
     servers = json.loads(text.replace("// my servers", ""))["mcpServers"]
     assert servers["git"]["args"] == [
@@ -100,6 +106,16 @@ def test_install_wraps_what_it_can_and_says_why_not_for_the_rest(project: Path, 
         "type": "stdio",
         "command": LAUNCHER,
         "args": ["mcp", "proxy", "--max-bytes", "20KB", "--url", "https://docs.example/mcp"],
+    }
+    assert servers["feed"]["args"][-3:] == ["--url", "https://feed.example/sse", "--sse"]
+    assert servers["private"] == {
+        "type": "stdio",
+        "command": LAUNCHER,
+        "args": [
+            *("mcp", "proxy", "--max-bytes", "20KB", "--url", "https://p.example/mcp"),
+            *("--header-env", "X-Key=SPILLSTORE_HEADER_X_KEY"),
+        ],
+        "env": {"SPILLSTORE_HEADER_X_KEY": "${KEY}"},
     }
 
 
@@ -177,7 +193,7 @@ def test_a_moved_config_still_uninstalls_byte_for_byte(
     moved.write_text(text, encoding="utf-8")
     code, out = cli("uninstall", "claude-code", "--config", str(moved), "--all")
     assert code == 0, out
-    assert out.count("restored - from its backup, as it was") == 2
+    assert out.count("restored - from its backup, as it was") == 4
     assert moved.read_text(encoding="utf-8") == CONFIG.replace(
         "// my servers", "// my servers, moved"
     )
@@ -198,6 +214,21 @@ def test_without_its_backup_an_entry_is_rebuilt_from_its_command_line(
     assert servers["mcpServers"]["git"] == {"command": "uvx", "args": ["mcp-server-git"]}
 
 
+def test_without_its_backup_a_remote_entry_gets_its_url_and_headers_back(
+    project: Path, cli: Cli
+) -> None:
+    """Lost backups: a remote entry's URL, transport and headers (from the command line
+    and the entry's env) come back as values."""
+    cli.install("--server", "private", "--server", "feed")
+    for backup in backups(project):
+        backup.unlink()
+    code, out = cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert code == 0, out
+    servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    original = json.loads(CONFIG.replace("// my servers", ""))
+    assert servers == original
+
+
 def test_bad_choices_are_refused_before_anything_is_read(project: Path, cli: Cli) -> None:
     """No server chosen, an unknown client or scope, an unknown server: one line each."""
     assert cli.install()[0] == 2
@@ -205,7 +236,7 @@ def test_bad_choices_are_refused_before_anything_is_read(project: Path, cli: Cli
     assert cli("install", "cursor", "--scope", "local", "--all")[0] == 2
     code, out = cli.install("--server", "nope")
     assert code == 1
-    assert "no server named nope (servers: git, docs, feed, private, capped)" in out
+    assert "no server named nope (servers: git, docs, feed, private, login, capped)" in out
     assert project.read_text(encoding="utf-8") == CONFIG
 
 
@@ -238,6 +269,26 @@ def test_add_writes_a_wrapped_entry_and_refuses_a_taken_name(tmp_path: Path, cli
     code, out = cli("add", "cursor", "web", "--config", str(config), "--url", "https://x/mcp")
     assert code == 0
     assert "web: added - wrapped (default options): --url https://x/mcp" in out
+    code, out = cli(
+        *("add", "cursor", "feed", "--config", str(config), "--url", "https://x/sse", "--sse"),
+        *("--header", "Authorization=Bearer ${env:TOKEN}", "--launcher", LAUNCHER),
+    )
+    assert code == 0, out
+    assert "feed: added - wrapped (default options): --url https://x/sse (SSE; headers" in out
+    assert json.loads(config.read_text(encoding="utf-8"))["mcpServers"]["feed"] == {
+        "command": LAUNCHER,
+        "args": [
+            *("mcp", "proxy", "--url", "https://x/sse", "--sse"),
+            *("--header-env", "Authorization=SPILLSTORE_HEADER_AUTHORIZATION"),
+        ],
+        "env": {"SPILLSTORE_HEADER_AUTHORIZATION": "Bearer ${env:TOKEN}"},
+    }
+    for bad, message in (
+        (["--url", "https://x/mcp", "--header", "No Name=1"], "not an HTTP header name"),
+        (["--header", "A=1", "--", "uvx"], "--sse and --header go with --url"),
+    ):
+        code, out = cli("add", "cursor", "bad", "--config", str(config), *bad)
+        assert code == 2 and message in out
 
 
 def test_status_json_lists_each_file_and_server(project: Path, cli: Cli) -> None:

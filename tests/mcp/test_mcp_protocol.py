@@ -360,3 +360,34 @@ async def test_a_result_that_fits_keeps_its_blob_through_the_proxy(tmp_path: Pat
         and isinstance(block.resource, types.BlobResourceContents)
     ]
     assert blob.blob == BLOB
+
+
+def test_pipelined_direct_calls_each_get_their_own_answer(tmp_path: Path) -> None:
+    """Calls sent back to back, before any answer is read, small and large mixed: each id
+    gets its own result (a small one as it came, a large one capped), whatever the order
+    in which they come back."""
+    proxy = _Lines(tmp_path, *RAW)
+    try:
+        proxy.handshake()
+        for n in range(30):
+            call = (
+                {"name": "big", "arguments": {"size": 100_000 + n}}
+                if n % 7 == 3
+                else {"name": "echo", "arguments": {"text": f"call {n}"}}
+            )
+            proxy.send({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call})
+        answers = {}
+        for _ in range(30):
+            answer = proxy.response()
+            answers[answer["id"]] = answer
+        assert sorted(answers) == list(range(30))  # type: ignore[type-var]
+        for n, answer in answers.items():
+            assert isinstance(n, int)
+            if n % 7 == 3:
+                spill = answer["result"]["_meta"]["io.github.spillstore/spill"]  # type: ignore[index]
+                assert spill["totalBytes"] == 100_000 + n
+                assert len(proxy_text(answer).encode()) <= 20_000
+            else:
+                assert proxy_text(answer) == f"call {n}"
+    finally:
+        proxy.close()

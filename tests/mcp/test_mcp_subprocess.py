@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from spillstore import LocalStore, Settings, TruncationService
 from spillstore.mcp import SpillProxy, StdioTransport
 from spillstore.mcp.convert import SPILL_META_KEY
+from tests.mcp.mcp_servers import served
 from tests.mcp.mcp_servers.big import make_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +56,64 @@ def proxy_command(store_dir: Path, *upstream: str, session: str = "sub") -> list
         "--",
         *upstream,
     ]
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_proxy_command_line_reaches_a_remote_upstream_that_requires_a_header(
+    tmp_path: Path, transport: str
+) -> None:
+    """``proxy --url URL [--sse] --header-env NAME=VAR``: the header's value comes from the
+    environment (not the command line) and goes with every request, over streamable HTTP
+    and SSE; a big result is capped and reads back exactly. Without the header the
+    upstream answers 401 and the proxy says what to do, and exits."""
+    sse = ["--sse"] if transport == "sse" else []
+    with served(*sse, "--require-header", "X-Spill-Token=s3cret token") as port:
+        url = f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
+        command = proxy_command(tmp_path / "spills")[:-1]  # no "--": a URL, not a command
+        command += ["--url", url, *sse]
+        params = StdioServerParameters(
+            command=command[0],
+            args=[*command[1:], "--header-env", "X-Spill-Token=SPILL_TOKEN"],
+            env={**os.environ, "SPILL_TOKEN": "s3cret token"},
+            cwd=str(ROOT),
+        )
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool("big", {"size": 300_000})
+            [text] = texts(result)
+            assert len(text.encode()) <= BUDGET
+            spill = (result.meta or {})[SPILL_META_KEY]
+            page = await client.call_tool("read_spill", {"spill": spill["spillId"], "offset": -1})
+            assert "line 3000 of 3000, bytes [299900, 300000)" in texts(page)[0]
+        stored = LocalStore(tmp_path / "spills").read_bytes(spill["spillId"], 0, 300_000)
+        assert stored == make_text(300_000).encode()
+
+        refused = subprocess.run(
+            command, capture_output=True, text=True, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60
+        )
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "answered 401" in refused.stderr and "--header-env NAME=VAR" in refused.stderr
+    assert "could not be started" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--header", "X-A=1"], "go with --url"),
+        (["--url", "http://127.0.0.1:1/mcp", "--header", "X A=1"], "not an HTTP header name"),
+        (["--url", "http://127.0.0.1:1/mcp", "--header", "X-A"], "give NAME=VALUE"),
+        (["--url", "http://127.0.0.1:1/mcp", "--header-env", "X-A=NOT_SET_HERE"], "not set"),
+        (["--url", "http://127.0.0.1:1/mcp", "--header", "X-A=é"], "printable ASCII"),
+    ],
+)
+def test_proxy_command_line_refuses_bad_headers(args: list[str], message: str) -> None:
+    """A malformed header option is a one-line usage error (exit 2), before any connection."""
+    command = [sys.executable, "-m", "spillstore.mcp", "proxy", *args]
+    if "--url" not in args:
+        command += ["--", *RAW]
+    env = {k: v for k, v in os.environ.items() if k != "NOT_SET_HERE"}
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and done.stdout == ""
 
 
 # --------------------------------------------------------------------------- command lines
@@ -228,32 +285,11 @@ async def test_mcp_server_git_behind_the_proxy_spills_byte_exact_and_pages(
 # --------------------------------------------------------------------------- streamable HTTP
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def http_upstream() -> Iterator[str]:
     """big.py serving streamable HTTP on a free loopback port."""
-    port = _free_port()
-    process = subprocess.Popen([*BIG, "--http", str(port)], cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                time.sleep(0.05)
+    with served() as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 async def test_http_upstream_result_over_one_mebibyte(http_upstream: str, tmp_path: Path) -> None:

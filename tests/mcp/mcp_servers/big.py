@@ -31,7 +31,9 @@ Resources: ``test://small`` (text) and ``test://big/{size}`` (a template). Promp
 ``greet(name)``.
 
 Options: ``--clash`` adds a tool named ``read_spill`` (to test the proxy's prefix);
-``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of stdio.
+``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of stdio,
+or with ``--sse`` the older HTTP+SSE transport (``/sse``); ``--require-header NAME=VALUE``
+then answers 401 to any HTTP request without that header.
 """
 
 from __future__ import annotations
@@ -333,10 +335,55 @@ async def main() -> None:
         await server.run(read_stream, write_stream, options)
 
 
+def sse_app() -> Any:
+    """The older HTTP+SSE transport: the event stream at ``/sse``, messages at ``/messages/``."""
+    from mcp.server.sse import SseServerTransport
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    transport = SseServerTransport("/messages/")
+
+    async def handle_sse(request: Request) -> Response:
+        async with transport.connect_sse(
+            request.scope,
+            request.receive,
+            request._send,  # the SDK's own sse_app does the same
+        ) as (read_stream, write_stream):
+            options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+            await server.run(read_stream, write_stream, options)
+        return Response()
+
+    return Starlette(
+        routes=[
+            Route("/sse", endpoint=handle_sse, methods=["GET"]),
+            Mount("/messages/", app=transport.handle_post_message),
+        ]
+    )
+
+
+def requiring(app: Any, name: str, value: str) -> Any:
+    """``app``, answering 401 to every HTTP request that lacks the header ``name: value``."""
+    wanted = (name.lower().encode(), value.encode())
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and wanted not in scope["headers"]:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"missing the header"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def main_http(port: int) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(host="127.0.0.1")
+    app = sse_app() if "--sse" in sys.argv else server.streamable_http_app(host="127.0.0.1")
+    if "--require-header" in sys.argv:
+        name, _, value = sys.argv[sys.argv.index("--require-header") + 1].partition("=")
+        app = requiring(app, name, value)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
