@@ -198,14 +198,19 @@ class LocalSink(Sink):
         except FileExistsError:
             fd = os.open(final, READ_FLAGS, dir_fd=self._dir_fd)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # a live writer holds it until its row commits
+                # The name may already be our own file (a file adopted in place before,
+                # the same bytes under the same id): its lock is ours, so don't wait.
+                ours = os.path.samestat(os.fstat(fd), os.fstat(self._fd))
+                if not ours:
+                    fcntl.flock(fd, fcntl.LOCK_EX)  # a live writer holds it until its row
                 if self._catalog.has(spill_id):
                     return None
-                spare = temp_name("out")  # a second name of our locked file, renamed over
-                self._temps.append(spare)
-                self._link_here(self._data_temp, spare)
-                os.replace(spare, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
-                self._temps.remove(spare)
+                if not ours:
+                    spare = temp_name("out")  # a second name of our locked file, renamed over
+                    self._temps.append(spare)
+                    self._link_here(self._data_temp, spare)
+                    os.replace(spare, final, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+                    self._temps.remove(spare)
             finally:
                 os.close(fd)
         self._created.append(final)

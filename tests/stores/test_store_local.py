@@ -437,6 +437,24 @@ def test_identical_bytes_are_stored_once(local_store: LocalStore) -> None:
     assert local_store.read_lines(second.spill_id, 5000, 1).data == b"same line 4999\n"
 
 
+def test_a_file_adopted_twice_under_one_id_is_one_spill(
+    local_store: LocalStore, tmp_path: Path
+) -> None:
+    """Adopting the same file again for the same call (same id) returns the spill already
+    stored; the writer must not wait on the lock of its own (hard-linked) file."""
+    log = tmp_path / "run.log"
+    log.write_bytes(b"".join(b"log line %d\n" % n for n in range(3000)))
+    first = local_store.adopt(log, **KW)
+    done: list[str] = []
+    again = threading.Thread(
+        target=lambda: done.append(local_store.adopt(log, **KW).spill_id), daemon=True
+    )
+    again.start()
+    again.join(timeout=30)
+    assert done == [first.spill_id], "the second adopt did not finish"
+    assert local_store.read_bytes(first.spill_id, 0, 11) == b"log line 0\n"
+
+
 def test_gc_counts_shared_bytes_once(local_store: LocalStore, clock: FakeClock) -> None:
     """max_total_bytes sees shared bytes once, and a removal frees bytes only when it
     removes their last holder."""
