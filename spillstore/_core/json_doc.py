@@ -50,8 +50,8 @@ _BYTE_CHECKPOINT = 1 << 16
 
 INDEX_LEVELS = 1
 """Levels of containers indexed while the document is parsed (1: the root's members).
-Deeper containers are indexed when a path first walks into them (two levels at a time),
-each member parsed whole by the C scanner, so a value parsed in one call shares its
+Deeper containers are indexed when a path first walks into them (one at a time, each
+member parsed whole by the C scanner), so a value parsed in one call shares its
 object keys (``{"items": [...]}``: the items' keys are one set of strings)."""
 
 
@@ -239,14 +239,14 @@ class JsonDoc:
     def _object_members(self, start: int) -> dict[str, tuple[int, int]]:
         members = self._members.get(start)
         if members is None:
-            self._walk(start, 2, keep=False)  # its members that are containers too
+            self._walk(start, 1, keep=False)
             members = self._members[start]
         return members
 
     def _array_items(self, start: int) -> list[tuple[int, int]]:
         items = self._items.get(start)
         if items is None:
-            self._walk(start, 2, keep=False)
+            self._walk(start, 1, keep=False)
             items = self._items[start]
         return items
 

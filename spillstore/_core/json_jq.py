@@ -104,6 +104,7 @@ class _Parser:
         self.tokens = _tokens(expression)
         self.pos = 0
         self.depth = 0
+        self.segment = 0  # where the current pipe segment starts
 
     def peek(self) -> tuple[str, Any]:
         return self.tokens[self.pos]
@@ -131,22 +132,9 @@ class _Parser:
 
     def pipe(self) -> Node:
         self.enter()
-        start, depth = self.pos, self.depth
-        if self.peek()[0] in ("field", "op", "var", "ident", "number", "string"):
-            try:
-                term = self.postfix()
-            except Unsupported:
-                term = None
-            if term is not None and self.accept("ident", "as"):
-                kind, name = self.take()
-                if kind != "var":
-                    raise Unsupported("a destructuring pattern")
-                self.expect("op", "|")
-                node: Node = ("as", term, name, self.pipe())
-                self.depth -= 1
-                return node
-            self.pos, self.depth = start, depth
+        outer, self.segment = self.segment, self.pos
         node = self.comma()
+        self.segment = outer
         if self.accept("op", "|"):
             node = ("pipe", node, self.pipe())
         self.depth -= 1
@@ -200,12 +188,29 @@ class _Parser:
         return node
 
     def unary(self) -> Node:
+        start = self.pos
         if self.accept("op", "-"):
-            return ("neg", self.postfix())
+            return self.binding(("neg", self.postfix(bind=False)), start)
         return self.postfix()
 
-    def postfix(self) -> Node:
+    def binding(self, node: Node, start: int) -> Node:
+        """``Term as $name | body``: the body runs to the end of the enclosing pipe. Only
+        where the term opens a pipe segment (jq binds more than the term before ``as``
+        elsewhere: ``a == b as $x`` binds ``a == b``)."""
+        if self.peek() != ("ident", "as"):
+            return node
+        if start != self.segment:
+            raise Unsupported("as after an operator")
+        self.pos += 1
+        kind, name = self.take()
+        if kind != "var":
+            raise Unsupported("a destructuring pattern")
+        self.expect("op", "|")
+        return ("as", node, name, self.pipe())
+
+    def postfix(self, *, bind: bool = True) -> Node:
         self.enter()
+        start = self.pos
         node = self.term()
         while True:
             kind, value = self.peek()
@@ -225,7 +230,7 @@ class _Parser:
                 node = ("try", node)
             else:
                 self.depth -= 1
-                return node
+                return self.binding(node, start) if bind else node
 
     def bracket(self, node: Node) -> Node:
         """After ``[``: ``]`` iterates, ``E]`` indexes (E runs on the term's input)."""

@@ -307,10 +307,15 @@ def from_one(one: One) -> Compiled:
 
 
 def from_step(step: Callable[[Any, Path], Pair]) -> Compiled:
+    """A node with exactly one output that keeps a path (``.a``, ``.``)."""
+
     def run(value: Any, path: Path, env: Env) -> Iterator[Pair]:
         yield step(value, path)
 
-    return Compiled(run, step=step)
+    def one(value: Any, env: Env) -> Any:
+        return step(value, None)[0]
+
+    return Compiled(run, one=one, step=step)
 
 
 def values_of(node: Compiled, value: Any, env: Env) -> Iterator[Any]:
