@@ -98,7 +98,8 @@ class Program:
         if kind == "comma":
             return self._comma(self._compile(node[1], scope), self._compile(node[2], scope))
         if kind == "index":
-            return self._indexed(self._compile(node[1], scope), self._compile(node[2], scope))
+            term, index = self._compile(node[1], scope), self._compile(node[2], scope)
+            return self._indexed(term, index, optional=node[3])
         if kind == "array":
             return self._array(None if node[1] is None else self._compile(node[1], scope))
         if kind == "object":
@@ -177,11 +178,19 @@ class Program:
         return Compiled(run)
 
     @staticmethod
-    def _indexed(term: Compiled, index: Compiled) -> Compiled:
+    def _indexed(term: Compiled, index: Compiled, *, optional: bool) -> Compiled:
+        """``term[index]``: ``index`` runs on the input (outer loop), then ``term``;
+        ``optional`` (``term[index]?``) skips the applications that fail."""
+
         def run(value: Any, path: Path, env: Env) -> Iterator[Pair]:
             for key in values_of(index, value, env):
                 for item, item_path in term.run(value, path, env):
-                    found, step = get_index(item, key)
+                    try:
+                        found, step = get_index(item, key)
+                    except JqError:
+                        if optional:
+                            continue
+                        raise
                     yield found, (None if item_path is None else (item_path, step))
 
         return Compiled(run)

@@ -212,22 +212,32 @@ class _Parser:
         self.enter()
         start = self.pos
         node = self.term()
+        last = None  # how the last postfix step was applied: "step", "index" or None
         while True:
             kind, value = self.peek()
             if kind == "field":
                 self.pos += 1
-                node = ("pipe", node, ("field", value))
+                node, last = ("pipe", node, ("field", value)), "step"
             elif (kind, value) == ("op", ".") and self.tokens[self.pos + 1][0] == "string":
                 self.pos += 1
-                node = ("pipe", node, ("field", self.take()[1]))
+                node, last = ("pipe", node, ("field", self.take()[1])), "step"
             elif (kind, value) == ("op", ".") and self.tokens[self.pos + 1] == ("op", "["):
                 self.pos += 1
             elif (kind, value) == ("op", "["):
                 self.pos += 1
                 node = self.bracket(node)
+                last = "index" if node[0] == "index" else "step"
             elif (kind, value) == ("op", "?"):
+                # ``?`` catches the errors of the last step only (``.a.b?`` fails where
+                # ``.a`` does; ``.[.a]?`` where ``.a`` does).
                 self.pos += 1
-                node = ("try", node)
+                if last == "step":
+                    node = ("pipe", node[1], ("try", node[2]))
+                elif last == "index":
+                    node = ("index", node[1], node[2], True)
+                else:
+                    node = ("try", node)
+                last = None
             else:
                 self.depth -= 1
                 return self.binding(node, start) if bind else node
@@ -238,7 +248,7 @@ class _Parser:
             return ("pipe", node, ("iterate",))
         index = self.pipe()
         self.expect("op", "]")
-        return ("index", node, index)
+        return ("index", node, index, False)
 
     def term(self) -> Node:
         kind, value = self.take()

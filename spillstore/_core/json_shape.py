@@ -214,7 +214,7 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
         return None
     text = texts[-1]
     title = "JSON" if len(texts) == 1 else "Its last part (structured content): JSON"
-    if _fast_loads is not None:
+    if _fast_loads is not None and _one_container(text):
         try:
             whole = _fast_loads(text)
         except ValueError:
@@ -239,6 +239,17 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
         return None
     lines = [f"JSON Lines, {len(values)} values, each: {shape_of_values(values)}"]
     return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(values[0]))
+
+
+def _one_container(text: str) -> bool:
+    """Whether ``text`` opens and closes like one object or array (looked at without a
+    copy: a log that starts with a number or a ``[`` is not handed to orjson, whose
+    first step is a copy of the whole text)."""
+    start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
+    end = len(text) - 1
+    while end > start and text[end] in " \t\n\r":
+        end -= 1
+    return end > start and text[start] + text[end] in ("{}", "[]")
 
 
 def _json_lines(decoder: json.JSONDecoder, text: str) -> list[Any] | None:
