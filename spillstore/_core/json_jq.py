@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from spillstore._errors import SpillstoreError
@@ -140,11 +141,15 @@ class _Parser:
         self.depth -= 1
         return node
 
-    def comma(self) -> Node:
-        node = self.alternative()
-        while self.accept("op", ","):
-            node = ("comma", node, self.alternative())
+    def left_assoc(self, operand: Callable[[], Node], token: tuple[str, str], tag: str) -> Node:
+        """``operand (token operand)*``, grouped from the left."""
+        node = operand()
+        while self.accept(*token):
+            node = (tag, node, operand())
         return node
+
+    def comma(self) -> Node:
+        return self.left_assoc(self.alternative, ("op", ","), "comma")
 
     def alternative(self) -> Node:
         node = self.disjunction()
@@ -153,16 +158,10 @@ class _Parser:
         return node
 
     def disjunction(self) -> Node:
-        node = self.conjunction()
-        while self.accept("ident", "or"):
-            node = ("or", node, self.conjunction())
-        return node
+        return self.left_assoc(self.conjunction, ("ident", "or"), "or")
 
     def conjunction(self) -> Node:
-        node = self.comparison()
-        while self.accept("ident", "and"):
-            node = ("and", node, self.comparison())
-        return node
+        return self.left_assoc(self.comparison, ("ident", "and"), "and")
 
     def comparison(self) -> Node:
         node = self.additive()

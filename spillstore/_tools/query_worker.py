@@ -1,7 +1,10 @@
-"""The jq worker: a child process that runs model-written jq programs, and can be killed.
+"""The query worker: a child process that runs model-written jq programs, and can be killed.
 
-The jq binding cannot be interrupted (a program such as ``repeat(.)`` or ``def f: f; f``
-never returns control to Python), so programs run in a separate process. Before each
+A program runs natively on the values the child kept (:mod:`~spillstore._core.json_eval`,
+through :func:`~spillstore._tools.query_run.run_query`) or, outside that subset, with the
+jq binding. Neither can be trusted to return (``repeat(.)``, ``def f: f; f``,
+``last(range(1e12))``; the jq binding cannot even be interrupted), so programs run in a
+separate process, under the same bounds whichever engine answers. Before each
 query the child limits its own CPU time (``RLIMIT_CPU``: the kernel ends it when the
 query overruns) and its address space (``RLIMIT_AS``: a program that builds a huge value
 fails inside the child instead of growing it without bound); the parent also kills it
@@ -12,12 +15,13 @@ starts with an empty environment (jq's ``env`` and ``$ENV`` show nothing of the 
 ``/``.
 
 The child keeps the documents it was sent (:class:`~spillstore._core.json_doc.JsonDoc`:
-the decoded text, its kind and the member index of every container a path walked
-through), least recently used first out, up to :data:`CACHE_BYTES`; a second query on a
-spill sends only the expression.
+the decoded text, its kind, the parsed values and the member index of every container a
+path walked through), least recently used first out, up to :data:`CACHE_BYTES`; a second
+query on a spill sends only the expression, and a native one parses nothing.
 
 Messages are pickles with an 8-byte length, both ways, between this module's two halves
-(:class:`QueryWorker` in the parent, :func:`main` in the child).
+(:class:`QueryWorker` in the parent, :func:`main` in the child); a document follows its
+``load`` message as raw bytes (not pickled: no copy on either side).
 """
 
 from __future__ import annotations
@@ -60,9 +64,9 @@ document in about 8-14 times its size (the jq 1.6 command line peaks at 8.4x on 
 
 PARSE_BYTES_PER_SECOND = 2_000_000
 """A query gets a second more of CPU time per this many document bytes: jq parses the
-document on every query (a path query on 111 MB took 11 s of CPU here, the first one
-also indexes the containers it walks), twice when the expression is not a path
-expression."""
+document on every query it runs (a path query on 111 MB took 11 s of CPU here, the
+first one also indexes the containers it walks), twice when the expression is not a
+path expression. A native query needs none of it, but may hand over to jq midway."""
 
 WALL_FACTOR = 4
 """The wall time a document's parse may take, in multiples of its CPU time: a busy
