@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -139,6 +140,48 @@ def query_figures(label: str, text: str, rounds: int, root: str) -> None:
         print(f"  peak RSS, {name:<27} {rss / 1e6:6.0f} MB = {rss / len(data):.2f}x the document")
 
 
+def cpu_figures(text: str, rounds: int, root: str) -> None:
+    """CPU seconds (user + sys, this process and its children) of the needle query's
+    first call (worker start, transfer, parse, index, evaluation) and of ``jq -c``: on a
+    loaded machine wall time mostly measures the wait for a core."""
+    import resource  # POSIX only, the benchmark alone
+
+    data = text.encode()
+    path = os.path.join(root, "doc.json")
+    with open(path, "wb") as f:
+        f.write(data)
+    count = json.loads(text)["total"]
+    expression = f'.items[] | select(.name == "user{count - 1}")'
+    store = MemoryStore()
+    spill = store.put(
+        data, session="default", tool_name="fetch", tool_call_id="c1", retention_bytes=None
+    ).spill_id
+    tools = SpillTools(store)
+    jq_cli = shutil.which("jq")
+
+    def cpu() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    samples: dict[str, list[float]] = {"query_spill first": [], "jq -c (CLI)": []}
+    for _ in range(rounds):
+        before = cpu()
+        assert not tools.query(spill, expression).is_error
+        tools.close()  # the worker is reaped, so its CPU time is counted
+        samples["query_spill first"].append(cpu() - before)
+        if jq_cli:
+            before = cpu()
+            subprocess.run([jq_cli, "-c", expression, path], check=True, capture_output=True)
+            samples["jq -c (CLI)"].append(cpu() - before)
+    first = statistics.median(samples["query_spill first"])
+    print(f"\nCPU time (user + sys), needle on {len(data):,} bytes, {rounds} rounds (median):")
+    print(f"  query_spill first call {first * 1e3:8.0f} ms")
+    if samples["jq -c (CLI)"]:
+        cli = statistics.median(samples["jq -c (CLI)"])
+        print(f"  jq -c (CLI)            {cli * 1e3:8.0f} ms   first call = {first / cli:.2f}x jq")
+
+
 def shape_figures(label: str, text: str, rounds: int) -> None:
     """The shape summary against a plain json.loads of the same text."""
     times = side_by_side(
@@ -193,6 +236,7 @@ def main() -> None:
         small = document(72_000)
         query_figures("needle, ~6.9 MB document", small, 5, root)
         shape_figures("the ~6.9 MB document", small, 5)
+        cpu_figures(small, 5, root)
         if not only_query:
             non_json_figures(10_000_000, 7, root)
         if not quick:
