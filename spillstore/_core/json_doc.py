@@ -12,14 +12,20 @@ spends nothing on output that cannot be JSON.
 ``[start, end)`` byte range in the original bytes, so a Read of that range shows
 exactly the value's text. The members of each container walked through are indexed
 once and kept, so later paths into the same container are O(1) per step.
+
+:func:`parse_doc` also keeps the parsed values (``JsonDoc.values``), for the native
+query evaluator, and builds them in the same pass that indexes the top of the document:
+the root's members, each parsed by the C decoder; deeper containers are indexed when a
+path first walks into them.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "JSON_START_BYTES",
@@ -42,6 +48,12 @@ _BYTE_WHITESPACE = re.compile(rb"[ \t\n\r]*")
 _BYTE_CHECKPOINT = 1 << 16
 """Characters between the byte-offset checkpoints of a non-ASCII document."""
 
+INDEX_LEVELS = 1
+"""Levels of containers indexed while the document is parsed (1: the root's members).
+Deeper containers are indexed when a path first walks into them (one at a time, each
+member parsed whole by the C scanner), so a value parsed in one call shares its
+object keys (``{"items": [...]}``: the items' keys are one set of strings)."""
+
 
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
@@ -49,6 +61,17 @@ def _reject_constant(name: str) -> object:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 """A strict decoder: ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON."""
+
+_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_WHITESPACE_CHARS = frozenset(" \t\n\r")
+
+
+def _scan(text: str, pos: int) -> tuple[Any, int]:
+    """The value starting exactly at ``pos`` and its end (the decoder's C scanner)."""
+    try:
+        return _SCAN_ONCE(text, pos)
+    except StopIteration as stop:
+        raise ValueError(f"a JSON value expected (character {stop.value})") from None
 
 
 def looks_like_json(text: str | bytes) -> bool:
@@ -82,6 +105,7 @@ class JsonDoc:
         total_bytes: the size of the original bytes.
         skipped_lines: JSON Lines only: non-blank lines that hold no JSON object or
             array (text around JSON lines); 0 for strict JSON Lines.
+        values: the parsed value of each root, in order.
     """
 
     text: str
@@ -89,11 +113,11 @@ class JsonDoc:
     roots: list[tuple[int, int, int]]
     total_bytes: int
     skipped_lines: int = 0
+    values: list[Any] = field(default_factory=list)
     _ascii: bool = False
     _checkpoints: list[int] | None = None
     _members: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
     _items: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    _ends: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._ascii = self.total_bytes == len(self.text)
@@ -140,62 +164,91 @@ class JsonDoc:
             start, end = found
         return self.byte_of(start), self.byte_of(end)
 
-    def _end_of(self, start: int, *, deep: bool) -> int:
-        """The end of the value at ``start``; a container's members are indexed on the way.
+    def parse_indexed(self, start: int) -> tuple[Any, int]:
+        """The value at ``start`` and its end, strictly parsed, with the members of the
+        container at ``start`` indexed on the way (:data:`INDEX_LEVELS`).
 
-        A container is measured by indexing its members (each member parsed once, in
-        C, then dropped), so a path into it later costs nothing more; with ``deep``
-        the members that are containers are indexed the same way.
+        Raises:
+            ValueError: the text at ``start`` is not one JSON value.
         """
-        end = self._ends.get(start)
-        if end is not None:
-            return end
-        opener = self.text[start]
-        if opener == "{":
-            self._object_members(start, deep=deep)
-        elif opener == "[":
-            self._array_items(start, deep=deep)
-        else:
-            return _DECODER.raw_decode(self.text, start)[1]
-        return self._ends[start]
+        text = self.text
+        if text[start] == "[" and text[_skip(text, start + 1)] not in "{[]":
+            return _scan(text, start)  # scalars: parsed whole in C, indexed when a path asks
+        return self._walk(start, INDEX_LEVELS, keep=True)
 
-    def _object_members(self, start: int, *, deep: bool = True) -> dict[str, tuple[int, int]]:
-        members = self._members.get(start)
-        if members is None:
-            # A repeated key: the last one wins, as in jq (and Python's json).
-            children = self._children(start, deep=deep)
-            members = {str(key): (s, e) for key, s, e in children}
-            self._members[start] = members
-        return members
+    def _walk(self, start: int, levels: int, *, keep: bool) -> tuple[Any, int]:
+        """Index the container at ``start`` and the containers ``levels - 1`` levels
+        below it; with ``keep``, build its value too (else the value is None).
 
-    def _array_items(self, start: int, *, deep: bool = True) -> list[tuple[int, int]]:
-        items = self._items.get(start)
-        if items is None:
-            items = [(s, e) for _, s, e in self._children(start, deep=deep)]
-            self._items[start] = items
-        return items
-
-    def _children(self, start: int, *, deep: bool) -> list[tuple[str | None, int, int]]:
-        """The members of the object or array at ``start``: key (None in an array), range."""
-        text, decode = self.text, _DECODER.raw_decode
-        is_object = text[start] == "{"
+        Each member that is not walked is parsed by the decoder's C scanner in one call.
+        """
+        text = self.text
+        opener = text[start]
+        if levels <= 0 or opener not in "{[":
+            return _scan(text, start)
+        is_object = opener == "{"
         closer = "}" if is_object else "]"
-        children: list[tuple[str | None, int, int]] = []
+        walk = levels > 1
+        obj: dict[str, Any] = {}
+        items: list[Any] = []
+        spans: list[tuple[int, int]] = []
+        members: dict[str, tuple[int, int]] = {}
         pos = _skip(text, start + 1)
         if text[pos] != closer:
             while True:
-                key = None
                 if is_object:
-                    key, pos = decode(text, pos)
-                    pos = _skip(text, _skip(text, pos) + 1)  # past the ":"
-                value_end = self._end_of(pos, deep=False) if deep else decode(text, pos)[1]
-                children.append((key, pos, value_end))
-                pos = _skip(text, value_end)
-                if text[pos] == closer:
+                    if text[pos] != '"':
+                        raise ValueError(f"a key must be a string (character {pos})")
+                    key, pos = _scan(text, pos)
+                    if text[pos] != ":":
+                        pos = _skip(text, pos)
+                        if text[pos] != ":":
+                            raise ValueError(f"':' expected (character {pos})")
+                    pos = _skip(text, pos + 1)
+                if walk and text[pos] in "{[":
+                    value, end = self._walk(pos, levels - 1, keep=keep)
+                else:
+                    value, end = _scan(text, pos)
+                if is_object:
+                    members[key] = (pos, end)  # a repeated key: the last one wins, as in jq
+                    if keep:
+                        obj[key] = value
+                else:
+                    spans.append((pos, end))
+                    if keep:
+                        items.append(value)
+                pos = end
+                if text[pos] in _WHITESPACE_CHARS:
+                    pos = _skip(text, pos)
+                if text[pos] == ",":
+                    pos += 1
+                    if text[pos] in _WHITESPACE_CHARS:
+                        pos = _skip(text, pos)
+                elif text[pos] == closer:
                     break
-                pos = _skip(text, pos + 1)
-        self._ends[start] = pos + 1
-        return children
+                else:
+                    raise ValueError(f"',' expected (character {pos})")
+        if is_object:
+            self._members[start] = members
+        else:
+            self._items[start] = spans
+        if not keep:
+            return None, pos + 1
+        return (obj if is_object else items), pos + 1
+
+    def _object_members(self, start: int) -> dict[str, tuple[int, int]]:
+        members = self._members.get(start)
+        if members is None:
+            self._walk(start, 1, keep=False)
+            members = self._members[start]
+        return members
+
+    def _array_items(self, start: int) -> list[tuple[int, int]]:
+        items = self._items.get(start)
+        if items is None:
+            self._walk(start, 1, keep=False)
+            items = self._items[start]
+        return items
 
 
 def _skip(text: str, pos: int) -> int:
@@ -218,13 +271,18 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         return NotJson(f"it is not valid UTF-8 (byte {exc.start})")
     start = _skip(text, 0)
     if data[at] in JSON_START_BYTES:
+        doc = JsonDoc(text, "json", [], len(data))
         try:
-            _, end = _DECODER.raw_decode(text, start)
-        except ValueError:
+            value, end = doc.parse_indexed(start)
+        except (ValueError, IndexError, RecursionError):
             end = -1
         if end >= 0 and _skip(text, end) == len(text):
-            return JsonDoc(text, "json", [(1, start, end)], len(data))
+            doc.roots.append((1, start, end))
+            doc.values.append(value)
+            return doc
+        del doc
     roots: list[tuple[int, int, int]] = []
+    values: list[Any] = []
     first_failure: str | None = None
     skipped = 0
     line, line_start = 1, 0
@@ -235,8 +293,9 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         pos = _skip(text, line_start)
         if pos < line_end:
             failure = _line_failure(text, pos, line_end)
-            if isinstance(failure, int):
-                roots.append((line, pos, failure))
+            if isinstance(failure, tuple):
+                roots.append((line, pos, failure[1]))
+                values.append(failure[0])
             else:
                 first_failure = first_failure or f"line {line} {failure}"
                 skipped += 1
@@ -244,23 +303,25 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
     if skipped:
         # Text with JSON lines in it (a log, or a result whose structured content was
         # appended as its last line): the lines holding an object or an array are queried.
-        roots = [root for root in roots if text[root[1]] in "{["]
-        if not roots:
+        kept = [at for at, root in enumerate(roots) if text[root[1]] in "{["]
+        if not kept:
             return NotJson(first_failure or "no line holds JSON")
-    return JsonDoc(text, "ndjson", roots, len(data), skipped_lines=skipped)
+        roots = [roots[at] for at in kept]
+        values = [values[at] for at in kept]
+    return JsonDoc(text, "ndjson", roots, len(data), skipped_lines=skipped, values=values)
 
 
-def _line_failure(text: str, pos: int, line_end: int) -> int | str:
-    """The end of the one JSON value on the line at ``pos``, or why there is none."""
+def _line_failure(text: str, pos: int, line_end: int) -> tuple[Any, int] | str:
+    """The one JSON value on the line at ``pos`` and its end, or why there is none."""
     if text[pos] not in _START_CHARS:
         return f"starts with {text[pos]!r}"
     try:
-        _, end = _DECODER.raw_decode(text, pos)
+        value, end = _DECODER.raw_decode(text, pos)
     except ValueError as exc:
         return f"is not JSON: {_where(text, exc, pos)}"
     if end > line_end or _skip(text, end) < line_end:
         return "holds more than one JSON value, or a value that goes on past the line"
-    return end
+    return value, end
 
 
 def _where(text: str, exc: ValueError, start: int) -> str:

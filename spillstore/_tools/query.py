@@ -7,7 +7,9 @@ range shows the value's own bytes; for JSON Lines the expression runs on each li
 every result names its line. A result longer than the line cap is cut, saying how to
 read the rest. Results are paged with ``offset``/``limit``; the last line says the next
 call. The program runs in a killable worker process
-(:mod:`~spillstore._tools.query_worker`), bounded in wall time and memory.
+(:mod:`~spillstore._tools.query_worker`), bounded in wall time and memory: natively on the
+document the worker parsed once and kept (the common jq subset,
+:mod:`~spillstore._core.json_eval`), with jq for the rest.
 
 What the model reads instead of results: a spill that is not JSON names the tools that
 do work on it; a spill saved in part (the retention cap) cannot be parsed as a whole

@@ -1,7 +1,10 @@
-"""The jq worker: a child process that runs model-written jq programs, and can be killed.
+"""The query worker: a child process that runs model-written jq programs, and can be killed.
 
-The jq binding cannot be interrupted (a program such as ``repeat(.)`` or ``def f: f; f``
-never returns control to Python), so programs run in a separate process. Before each
+A program runs natively on the values the child kept (:mod:`~spillstore._core.json_eval`,
+through :func:`~spillstore._tools.query_run.run_query`) or, outside that subset, with the
+jq binding. Neither can be trusted to return (``repeat(.)``, ``def f: f; f``,
+``last(range(1e12))``; the jq binding cannot even be interrupted), so programs run in a
+separate process, under the same bounds whichever engine answers. Before each
 query the child limits its own CPU time (``RLIMIT_CPU``: the kernel ends it when the
 query overruns) and its address space (``RLIMIT_AS``: a program that builds a huge value
 fails inside the child instead of growing it without bound); the parent also kills it
@@ -12,19 +15,19 @@ starts with an empty environment (jq's ``env`` and ``$ENV`` show nothing of the 
 ``/``.
 
 The child keeps the documents it was sent (:class:`~spillstore._core.json_doc.JsonDoc`:
-the decoded text, its kind and the member index of every container a path walked
-through), least recently used first out, up to :data:`CACHE_BYTES`; a second query on a
-spill sends only the expression.
+the decoded text, its kind, the parsed values and the member index of every container a
+path walked through), least recently used first out, up to :data:`CACHE_BYTES`; a second
+query on a spill sends only the expression, and a native one parses nothing.
 
 Messages are pickles with an 8-byte length, both ways, between this module's two halves
-(:class:`QueryWorker` in the parent, :func:`main` in the child).
+(:class:`QueryWorker` in the parent, :func:`main` in the child); a document follows its
+``load`` message as raw bytes (not pickled: no copy on either side).
 """
 
 from __future__ import annotations
 
 import collections
 import importlib.util
-import json
 import math
 import os
 import pickle
@@ -41,6 +44,7 @@ from typing import Any
 
 from spillstore._core.json_doc import JsonDoc, NotJson, parse_doc
 from spillstore._errors import SpillstoreError
+from spillstore._tools.query_run import Ask, run_query
 
 __all__ = ["CACHE_BYTES", "Found", "QueryFailed", "QueryWorker", "Results", "main"]
 
@@ -60,9 +64,9 @@ document in about 8-14 times its size (the jq 1.6 command line peaks at 8.4x on 
 
 PARSE_BYTES_PER_SECOND = 2_000_000
 """A query gets a second more of CPU time per this many document bytes: jq parses the
-document on every query (a path query on 111 MB took 11 s of CPU here, the first one
-also indexes the containers it walks), twice when the expression is not a path
-expression."""
+document on every query it runs (a path query on 111 MB took 11 s of CPU here, the
+first one also indexes the containers it walks), twice when the expression is not a
+path expression. A native query needs none of it, but may hand over to jq midway."""
 
 WALL_FACTOR = 4
 """The wall time a document's parse may take, in multiples of its CPU time: a busy
@@ -72,9 +76,6 @@ START_SECONDS = 10.0
 """More wall time for an exchange that starts the child (an interpreter and jq load)."""
 
 _HEADER = struct.Struct("<Q")
-
-_LABEL_BYTES = 64
-"""Counted per result for its label on the page (``12. line 3, bytes [a, b): ``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +178,9 @@ class QueryWorker:
         with self._lock:
             reply = self._exchange(request, wall)
             if reply[0] == "missing":
-                reply = self._exchange(("load", key, load()), WALL_FACTOR * seconds)
+                data = load()
+                reply = self._exchange(("load", key, len(data)), WALL_FACTOR * seconds, data)
+                del data
                 if reply[0] == "error":
                     raise QueryFailed(reply[1], reply[2])
                 reply = self._exchange(request, wall)
@@ -212,16 +215,19 @@ class QueryWorker:
             self._finalizer.detach()
             self._finalizer = None
 
-    def _exchange(self, message: tuple[Any, ...], seconds: float) -> Any:
-        """Send ``message`` and read the reply within ``seconds`` of wall time (the child
-        is killed past it)."""
+    def _exchange(self, message: tuple[Any, ...], seconds: float, blob: bytes = b"") -> Any:
+        """Send ``message`` (and ``blob``, raw, after it) and read the reply within
+        ``seconds`` of wall time (the child is killed past it)."""
         starting = self._proc is None or self._proc.poll() is not None
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
         deadline = time.monotonic() + seconds + (START_SECONDS if starting else 0.0)
         try:
             payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-            proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+            proc.stdin.write(_HEADER.pack(len(payload)))
+            proc.stdin.write(payload)
+            if blob:
+                proc.stdin.write(blob)
             proc.stdin.flush()
             del payload
             header = _read_exactly(proc.stdout.fileno(), _HEADER.size, deadline)
@@ -281,10 +287,11 @@ class _Child:
     def __init__(self) -> None:
         self.docs: collections.OrderedDict[str, JsonDoc] = collections.OrderedDict()
 
-    def handle(self, message: tuple[Any, ...]) -> tuple[Any, ...]:
+    def handle(self, message: tuple[Any, ...], data: bytes = b"") -> tuple[Any, ...]:
         if message[0] == "load":
-            _, key, data = message
+            key = message[1]
             doc = parse_doc(data)
+            del data
             if isinstance(doc, NotJson):
                 return ("error", "notjson", doc.reason)
             self.docs[key] = doc
@@ -300,91 +307,11 @@ class _Child:
             return ("missing",)
         self.docs.move_to_end(key)
         _bound(found.total_bytes, seconds)
-        ask = _Ask(expression, skip, limit, max_result, max_total)
+        ask = Ask(expression, skip, limit, max_result, max_total)
         try:
-            return _run(found, ask)
+            return run_query(found, ask)
         except MemoryError:
             return ("error", "memory", "the query needed more memory than it may use")
-
-
-@dataclass(frozen=True, slots=True)
-class _Ask:
-    """One query, as the child runs it."""
-
-    expression: str
-    skip: int
-    limit: int
-    max_result_bytes: int
-    max_total_bytes: int
-
-
-def _run(doc: JsonDoc, ask: _Ask) -> tuple[Any, ...]:
-    """Run ``ask`` as a path expression (values with ranges), else as it is (values)."""
-    import jq  # type: ignore[import-not-found]  # noqa: PLC0415 - only the child loads it
-
-    try:
-        plain = jq.compile(ask.expression)
-    except ValueError as exc:
-        return ("error", "syntax", str(exc))
-    try:
-        located = jq.compile(f"path(\n{ask.expression}\n) as $p | [$p, getpath($p)]")
-    except ValueError:
-        located = None
-    if located is not None:
-        try:
-            return _collect(doc, located, ask, paths=True)
-        except ValueError as exc:
-            if "Invalid path expression" not in str(exc):
-                return _failed(exc)
-    try:
-        return _collect(doc, plain, ask, paths=False)
-    except ValueError as exc:
-        return _failed(exc)
-
-
-def _failed(exc: ValueError) -> tuple[str, str, str]:
-    """A jq failure: its parser refused the document (it reads JSON more strictly than
-    Python's, e.g. a lone surrogate escape), or the program failed."""
-    message = str(exc)
-    if message.removeprefix("line ").lstrip("0123456789: ").startswith("parse error"):
-        return ("error", "notjson", f"jq cannot parse it: {message[:200]}")
-    return ("error", "runtime", message)
-
-
-def _collect(doc: JsonDoc, program: Any, ask: _Ask, *, paths: bool) -> tuple[Any, ...]:
-    """The page of results: skip ``ask.skip``, then up to the limit and the byte cap."""
-    found: list[tuple[str, int, tuple[int, int] | None, int | None]] = []
-    seen = total = 0
-    for root, (line, _, _) in enumerate(doc.roots):
-        text = doc.text if doc.kind == "json" else doc.root_text(root)
-        try:
-            for value in program.input_text(text):
-                seen += 1
-                if seen <= ask.skip:
-                    continue
-                if len(found) >= ask.limit or total >= ask.max_total_bytes:
-                    return ("results", found, True, doc.kind, paths, doc.skipped_lines)
-                byte_range = None
-                if paths:
-                    path, value = value  # noqa: PLW2901 - the pair [path, value]
-                    byte_range = doc.locate(root, path)
-                dumped = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-                size = len(dumped.encode("utf-8", "replace"))
-                shown = _cut(dumped, ask.max_result_bytes)
-                total += len(shown.encode("utf-8", "replace")) + _LABEL_BYTES
-                found.append((shown, size, byte_range, line if doc.kind == "ndjson" else None))
-        except ValueError as exc:
-            if doc.kind == "ndjson" and "Invalid path expression" not in str(exc):
-                raise ValueError(f"line {line}: {exc}") from None
-            raise
-    return ("results", found, False, doc.kind, paths, doc.skipped_lines)
-
-
-def _cut(text: str, max_bytes: int) -> str:
-    raw = text.encode("utf-8", "replace")
-    if len(raw) <= max_bytes:
-        return text
-    return raw[:max_bytes].decode("utf-8", "ignore")
 
 
 def _bound(doc_bytes: int, seconds: float) -> None:
@@ -425,8 +352,10 @@ def main() -> None:
             return
         (size,) = _HEADER.unpack(header)
         message = pickle.loads(stdin.read(size))  # noqa: S301 - from our parent
+        data = stdin.read(message[2]) if message[0] == "load" else b""
         try:
-            reply = child.handle(message)
+            reply = child.handle(message, data)
+            del data
         except MemoryError:
             reply = ("error", "memory", "the query needed more memory than it may use")
         except Exception as exc:  # the parent reports it; the worker goes on

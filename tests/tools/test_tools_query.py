@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from spillstore import MemoryStore, SpillTools, ToolResult
 from spillstore._core.json_doc import NotJson, parse_doc
+from spillstore._tools import query_run
 from tests.strategies import json_documents
 
 RESULT = re.compile(r"^(\d+)\. (?:line (\d+), )?bytes \[(\d+), (\d+)\): (.*)$")
@@ -266,3 +267,47 @@ def test_every_json_lines_result_reads_back_on_its_line(documents: list[str]) ->
         start, end = doc.locate(root, [])  # type: ignore[misc]
         assert data.count(b"\n", 0, start) == line - 1
         assert json.loads(data[start:end]) == json.loads(compact[root])
+
+
+QUERIES = [".", "..", ".[]?", ".a", '.. | select(type == "string")', "[.. | numbers] | length"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=json_documents, ndjson=st.booleans(), expression=st.sampled_from(QUERIES))
+def test_native_pages_match_jq_pages(document: str, ndjson: bool, expression: str) -> None:
+    """The native evaluator's page (values, byte ranges, line numbers, paging) is the page
+    jq gives for the same query (a float may print differently: 0.0 here, 0 from jq)."""
+    text = document
+    if ndjson:
+        text = "\n".join([json.dumps(json.loads(document))] * 2)
+    doc = parse_doc(text.encode("utf-8"))
+    assert not isinstance(doc, NotJson)
+    ask = query_run.Ask(expression, skip=1, limit=7, max_result_bytes=60, max_total_bytes=900)
+    native = query_run.run_query(doc, ask)
+    if native[0] == "error" or "\\u" in text:
+        return  # a failure is worded by jq; a surrogate escape sends the document to jq
+    by_jq = query_run._run_jq(doc, ask)
+    assert native[2:] == by_jq[2:]  # more, kind, paths, skipped lines
+    assert [item[2:] for item in native[1]] == [item[2:] for item in by_jq[1]]  # ranges, lines
+    for (shown, size, _, _), (jq_shown, jq_size, _, _) in zip(native[1], by_jq[1], strict=True):
+        if size == len(shown.encode()) and jq_size == len(jq_shown.encode()):
+            # Uncut: the same value (jq prints a float such as 0.0 as 0; Python keeps 0.0).
+            assert json.loads(shown) == json.loads(jq_shown)
+
+
+def test_the_needle_query_runs_without_jq(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The common query is answered natively: jq is not asked (nor the text parsed again)."""
+    items = [{"id": i, "name": f"user{i}"} for i in range(500)]
+    data = json.dumps({"total": 500, "items": items}).encode()
+    doc = parse_doc(data)
+    assert not isinstance(doc, NotJson)
+
+    def no_jq(*args: object) -> None:
+        raise AssertionError("jq was asked")
+
+    monkeypatch.setattr(query_run, "_run_jq", no_jq)
+    ask = query_run.Ask('.items[] | select(.name == "user499")', 0, 20, 2000, 6000)
+    _, found, more, kind, paths, _ = query_run.run_query(doc, ask)
+    ((text, _, (start, end), line),) = found
+    assert (more, kind, paths, line) == (False, "json", True, None)
+    assert data[start:end] == json.dumps(items[499]).encode() and json.loads(text) == items[499]

@@ -1,0 +1,167 @@
+"""One query on a parsed document, in the worker: natively when it can, else with jq.
+
+The native evaluator (:mod:`~spillstore._core.json_eval`) runs on the values the worker
+kept; an expression outside its subset, a step it does not carry, or a failure (jq
+words the error) goes to the jq binding, which parses the text again. Both feed the same
+paging: skip ``ask.skip`` results, then up to the limit and the byte cap, each result
+compact JSON cut to the result cap, with its byte range when it is a value of the
+document. Runs in the child process only (:mod:`~spillstore._tools.query_worker`).
+
+A reply is a tuple: ``("results", found, more, kind, paths, skipped_lines)`` or
+``("error", kind, message)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from spillstore._core.json_doc import JsonDoc
+from spillstore._core.json_eval import compile_jq
+from spillstore._core.json_jq import Unsupported
+from spillstore._core.json_values import JqError
+from spillstore._core.utf8 import utf8_size
+
+__all__ = ["Ask", "run_query"]
+
+_LONE_SURROGATE = re.compile(
+    r"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+"""A lone surrogate escape in JSON text (an escaped backslash before ``u`` may match
+too: then jq answers, which is only slower)."""
+
+_LABEL_BYTES = 64
+"""Counted per result for its label on the page (``12. line 3, bytes [a, b): ``)."""
+
+Item = tuple[str, int, tuple[int, int] | None, int | None]
+Results = Callable[[int], Iterable[tuple[Any, list[Any] | None]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One query, as the child runs it."""
+
+    expression: str
+    skip: int
+    limit: int
+    max_result_bytes: int
+    max_total_bytes: int
+
+
+def run_query(doc: JsonDoc, ask: Ask) -> tuple[Any, ...]:
+    """Run ``ask`` natively on the kept values when the expression is in the subset,
+    else (or when it fails: jq words the error) with jq."""
+    if _native_safe(doc):
+        try:
+            program = compile_jq(ask.expression)
+            return _page(doc, ask, lambda root: program.run(doc.values[root]))
+        except (Unsupported, JqError, RecursionError):
+            pass
+    return _run_jq(doc, ask)
+
+
+def _native_safe(doc: JsonDoc) -> bool:
+    """Whether the native evaluator may answer on ``doc``: not when its text has a
+    lone surrogate escape (Python parses it, jq refuses the document)."""
+    if "\\u" not in doc.text:
+        return True
+    return _LONE_SURROGATE.search(doc.text) is None
+
+
+def _page(doc: JsonDoc, ask: Ask, results: Results) -> tuple[Any, ...]:
+    """The page of results: skip ``ask.skip``, then up to the limit and the byte cap;
+    ``paths``: every result shown is a value of the document."""
+    found: list[Item] = []
+    seen = total = 0
+    paths = True
+    for root, (line, _, _) in enumerate(doc.roots):
+        for value, path in results(root):
+            seen += 1
+            if seen <= ask.skip:
+                continue
+            if len(found) >= ask.limit or total >= ask.max_total_bytes:
+                return ("results", found, True, doc.kind, paths, doc.skipped_lines)
+            byte_range = None if path is None else doc.locate(root, path)
+            paths = paths and path is not None
+            found.append(_found(value, byte_range, line if doc.kind == "ndjson" else None, ask))
+            total += utf8_size(found[-1][0]) + _LABEL_BYTES
+    return ("results", found, False, doc.kind, paths, doc.skipped_lines)
+
+
+def _found(value: Any, byte_range: tuple[int, int] | None, line: int | None, ask: Ask) -> Item:
+    """One result as the page shows it: compact JSON cut to the result cap, its size."""
+    dumped = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if "Infinity" in dumped and _has_infinity(value):
+        # 1e400 in the text: Python reads infinity, jq the largest double; jq shows it.
+        raise Unsupported("a number past the largest double")
+    size = len(dumped.encode("utf-8", "replace"))
+    return _cut(dumped, ask.max_result_bytes), size, byte_range, line
+
+
+def _has_infinity(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isinf(value)
+    if isinstance(value, list):
+        return any(map(_has_infinity, value))
+    if isinstance(value, dict):
+        return any(map(_has_infinity, value.values()))
+    return False
+
+
+def _run_jq(doc: JsonDoc, ask: Ask) -> tuple[Any, ...]:
+    """Run ``ask`` with jq as a path expression (values with ranges), else as it is."""
+    import jq  # type: ignore[import-not-found]  # noqa: PLC0415 - only the child loads it
+
+    try:
+        plain = jq.compile(ask.expression)
+    except ValueError as exc:
+        return ("error", "syntax", str(exc))
+    try:
+        located = jq.compile(f"path(\n{ask.expression}\n) as $p | [$p, getpath($p)]")
+    except ValueError:
+        located = None
+    if located is not None:
+        try:
+            return _page(doc, ask, lambda root: _jq_results(doc, located, root, paths=True))
+        except ValueError as exc:
+            if "Invalid path expression" not in str(exc):
+                return _failed(exc)
+    try:
+        return _page(doc, ask, lambda root: _jq_results(doc, plain, root, paths=False))
+    except ValueError as exc:
+        return _failed(exc)
+
+
+def _jq_results(
+    doc: JsonDoc, program: Any, root: int, *, paths: bool
+) -> Iterable[tuple[Any, list[Any] | None]]:
+    """jq's results on one root, as ``(value, path)`` (``path`` None for plain values)."""
+    text = doc.text if doc.kind == "json" else doc.root_text(root)
+    try:
+        for value in program.input_text(text):
+            yield (value[1], value[0]) if paths else (value, None)
+    except ValueError as exc:
+        if doc.kind == "ndjson" and "Invalid path expression" not in str(exc):
+            raise ValueError(f"line {doc.roots[root][0]}: {exc}") from None
+        raise
+
+
+def _failed(exc: ValueError) -> tuple[str, str, str]:
+    """A jq failure: its parser refused the document (it reads JSON more strictly than
+    Python's, e.g. a lone surrogate escape), or the program failed."""
+    message = str(exc)
+    if message.removeprefix("line ").lstrip("0123456789: ").startswith("parse error"):
+        return ("error", "notjson", f"jq cannot parse it: {message[:200]}")
+    return ("error", "runtime", message)
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= max_bytes:
+        return text
+    return raw[:max_bytes].decode("utf-8", "ignore")
