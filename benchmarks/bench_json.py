@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 from benchmarks._timing import fmt, machine, side_by_side
 from spillstore import LocalStore, MemoryStore, Settings, SpillTools, TruncationService
@@ -72,21 +73,36 @@ def loads_rss(path: str) -> int:
     return peak_rss_of([sys.executable, "-c", script])
 
 
-def query_figures(label: str, text: str, rounds: int, root: str) -> None:
-    """Time the needle query every way, side by side."""
+class Needle(NamedTuple):
+    """The needle query on one document, written to ``path`` and spilled in memory."""
+
+    data: bytes
+    path: str
+    count: int
+    expression: str
+    tools: SpillTools
+    spill: str
+    jq_cli: str | None
+
+
+def needle(text: str, root: str) -> Needle:
+    """Write the document, spill it whole, and build the needle (the last item's name)."""
     data = text.encode()
     path = os.path.join(root, "doc.json")
     with open(path, "wb") as f:
         f.write(data)
     count = json.loads(text)["total"]
-    needle = f"user{count - 1}"
-    expression = f'.items[] | select(.name == "{needle}")'
+    expression = f'.items[] | select(.name == "user{count - 1}")'
     store = MemoryStore()
     spill = store.put(
         data, session="default", tool_name="fetch", tool_call_id="c1", retention_bytes=None
     ).spill_id
-    tools = SpillTools(store)
-    jq_cli = shutil.which("jq")
+    return Needle(data, path, count, expression, SpillTools(store), spill, shutil.which("jq"))
+
+
+def query_figures(label: str, text: str, rounds: int, root: str) -> None:
+    """Time the needle query every way, side by side."""
+    data, path, count, expression, tools, spill, jq_cli = needle(text, root)
 
     def first() -> None:
         tools.close()  # a new worker: it starts, loads and parses the document
@@ -105,7 +121,7 @@ def query_figures(label: str, text: str, rounds: int, root: str) -> None:
     def python_loads() -> None:
         with open(path, "rb") as f:
             loaded = json.loads(f.read())
-        assert [i for i in loaded["items"] if i["name"] == needle]
+        assert [i for i in loaded["items"] if i["name"] == f"user{count - 1}"]
 
     fns = {
         "query_spill first": first,
@@ -146,18 +162,7 @@ def cpu_figures(text: str, rounds: int, root: str) -> None:
     loaded machine wall time mostly measures the wait for a core."""
     import resource  # POSIX only, the benchmark alone
 
-    data = text.encode()
-    path = os.path.join(root, "doc.json")
-    with open(path, "wb") as f:
-        f.write(data)
-    count = json.loads(text)["total"]
-    expression = f'.items[] | select(.name == "user{count - 1}")'
-    store = MemoryStore()
-    spill = store.put(
-        data, session="default", tool_name="fetch", tool_call_id="c1", retention_bytes=None
-    ).spill_id
-    tools = SpillTools(store)
-    jq_cli = shutil.which("jq")
+    data, path, _count, expression, tools, spill, jq_cli = needle(text, root)
 
     def cpu() -> float:
         me = resource.getrusage(resource.RUSAGE_SELF)

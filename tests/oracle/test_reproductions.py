@@ -18,6 +18,20 @@ from tests.oracle.known import KNOWN, KNOWN_CHECKS, enforcing_all
 from tests.oracle.strategies import StoreChoice
 
 SMALL = Settings(max_bytes=2048, head_bytes=256, tail_bytes=256)
+
+
+def _tiny(retention: int, tail: int, max_bytes: int = 2048) -> Settings:
+    """One-byte previews, no line cut, and the retention cap ``retention``/``tail``."""
+    return Settings(
+        max_bytes=max_bytes,
+        head_bytes=1,
+        tail_bytes=1,
+        max_line_bytes=None,
+        retention_bytes=retention,
+        retained_tail_bytes=tail,
+    )
+
+
 MEMORY = StoreChoice("memory")
 
 
@@ -94,14 +108,7 @@ def test_an_output_not_saved_still_says_it_is_not_utf8() -> None:
         run_stream(SMALL, [b"\xff" + b"x" * 3000], StoreChoice("failing", 0))
 
 
-TINY_TAIL = Settings(
-    max_bytes=2048,
-    head_bytes=1,
-    tail_bytes=1,
-    max_line_bytes=None,
-    retention_bytes=4096,
-    retained_tail_bytes=1,
-)
+TINY_TAIL = _tiny(4096, 1)
 """A retained tail too small for the output's last character: nothing of the tail is kept."""
 
 
@@ -125,14 +132,7 @@ def test_small_invalid_output_cut_for_its_suffix_is_stored_raw() -> None:
 
 def test_a_gap_inside_one_line_gets_a_hint_that_moves_on() -> None:
     """Line 1 holds the whole retention gap: the hint past it is not the same call."""
-    config = Settings(
-        max_bytes=4098,
-        head_bytes=1,
-        tail_bytes=1,
-        max_line_bytes=None,
-        retention_bytes=4096,
-        retained_tail_bytes=2910,
-    )
+    config = _tiny(4096, 2910, max_bytes=4098)
     with enforcing_all():
         run_parts(config, [TextPart("p" * 2500), TextPart("p" * 2500)], MEMORY, suffix="x")
 
@@ -156,14 +156,7 @@ def test_an_invalid_stream_on_a_dead_store_counts_its_lines() -> None:
         run_stream(config, [b"\xff\r\n" + b"p" * 2045], StoreChoice("failing", 0))
 
 
-HEADLESS = Settings(
-    max_bytes=2048,
-    head_bytes=1,
-    tail_bytes=1,
-    max_line_bytes=None,
-    retention_bytes=5110,
-    retained_tail_bytes=5107,
-)
+HEADLESS = _tiny(5110, 5107)
 """A retention head share (3 bytes) smaller than the first character (4 bytes)."""
 
 
@@ -184,14 +177,7 @@ def test_a_head_share_smaller_than_a_character_keeps_only_the_tail(entry: str) -
 def test_a_file_whose_kept_tail_is_empty_counts_its_last_line() -> None:
     """No tail kept (a 1-byte tail cannot hold a 3-byte character): the line index, not
     the head preview, says whether the output ends in a newline (here: 2 lines)."""
-    config = Settings(
-        max_bytes=2048,
-        head_bytes=1,
-        tail_bytes=1,
-        max_line_bytes=None,
-        retention_bytes=4096,
-        retained_tail_bytes=1,
-    )
+    config = _tiny(4096, 1)
     with enforcing_all():
         run_file(config, b"\n" + "\u20ac".encode() * 1366, MEMORY)
 
@@ -199,14 +185,7 @@ def test_a_file_whose_kept_tail_is_empty_counts_its_last_line() -> None:
 def test_a_line_cut_in_two_by_retention_is_found_once_by_grep() -> None:
     """The needle at both ends of one long line; retention keeps both ends: grep lists
     and counts line 1 once (found by the 100,000-example run)."""
-    config = Settings(
-        max_bytes=2048,
-        head_bytes=1,
-        tail_bytes=1,
-        max_line_bytes=None,
-        retention_bytes=4096,
-        retained_tail_bytes=10,
-    )
+    config = _tiny(4096, 10)
     text = "QzNeedLeQz" + "\U0001f600" * 1100 + "QzNeedLeQz"
     with enforcing_all():
         run_stream(config, [text], MEMORY)
