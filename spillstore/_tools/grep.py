@@ -95,30 +95,45 @@ def _one_line_once(
     """The stored ranges, searched so that a line running across a gap counts once.
 
     When the retention cap cut one line in two (no newline between the end of a kept
-    range and the start of the next), and the line's part before the gap already matches,
-    the part after the gap is skipped up to its first newline: the line was reported.
+    range and the start of the next), and both parts of the line match, the part after
+    the gap is skipped up to its first newline: the line is reported from its first part.
     """
-    out = [stacks[0]]
-    for before, after in itertools.pairwise(stacks):
-        hay = after
-        buf, end = before.buf, before.origin + (before.hi - before.lo)
-        try:
-            one_line = (
-                before.hi > before.lo
-                and buf[before.hi - 1 : before.hi] != b"\n"
-                and index.newlines_at(end) == index.newlines_at(hay.origin)
-            )
-        except KeyError:  # not a checkpoint: keep both parts
-            one_line = False
-        if one_line:
-            cut = buf.rfind(b"\n", before.lo, before.hi) + 1 or before.lo
-            last = Haystack(buf, cut, before.hi, before.origin + cut - before.lo)
-            if count_matching_lines(last, matcher, stop_after=1):
-                newline = buf.find(b"\n", hay.lo, hay.hi)
-                lo = hay.hi if newline < 0 else newline + 1
-                hay = Haystack(buf, lo, hay.hi, hay.origin + lo - hay.lo, hay.valid_utf8)
-        out.append(hay)
-    return out
+    return [
+        stacks[0],
+        *(_past_a_reported_line(a, b, matcher, index) for a, b in itertools.pairwise(stacks)),
+    ]
+
+
+def _past_a_reported_line(
+    before: Haystack, after: Haystack, matcher: Matcher, index: LineIndex
+) -> Haystack:
+    """``after``, starting past its first line when that line began before the gap and
+    matches on both sides of it."""
+    buf = before.buf
+    try:
+        one_line = (
+            before.hi > before.lo
+            and buf[before.hi - 1 : before.hi] != b"\n"
+            and index.newlines_at(before.origin + before.hi - before.lo)
+            == index.newlines_at(after.origin)
+        )
+    except KeyError:  # not a checkpoint: keep both parts
+        return after
+    if not one_line:
+        return after
+    newline = buf.find(b"\n", after.lo, after.hi)
+    end = after.hi if newline < 0 else newline
+    cut = buf.rfind(b"\n", before.lo, before.hi) + 1 or before.lo
+    # The part after the gap first: it is bounded by the retained tail, and when it holds
+    # no match there is nothing to skip (the part before is then never searched twice).
+    if not count_matching_lines(Haystack(buf, after.lo, end, after.origin), matcher, stop_after=1):
+        return after
+    if not count_matching_lines(
+        Haystack(buf, cut, before.hi, before.origin + cut - before.lo), matcher, stop_after=1
+    ):
+        return after
+    lo = after.hi if newline < 0 else newline + 1
+    return Haystack(buf, lo, after.hi, after.origin + lo - after.lo, after.valid_utf8)
 
 
 def _any_hit(stacks: Sequence[Haystack], matcher: Matcher) -> bool:
