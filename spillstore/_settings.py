@@ -32,16 +32,19 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Literal, Self, overload
+from typing import Any, Final, Self
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from spillstore._core.checks import at_most, shown
+from spillstore._core.units import parse_duration, parse_size
 from spillstore._errors import ConfigError
 
 __all__ = [
+    "DEFAULT_HEAD_BYTES",
+    "DEFAULT_TAIL_BYTES",
     "MAX_INLINE_BYTES",
     "MAX_STORED_BYTES",
     "MIN_BUDGET_BYTES",
@@ -51,6 +54,7 @@ __all__ = [
     "Settings",
     "env_var_name",
     "field_label",
+    "fit_previews",
     "parse_duration",
     "parse_size",
 ]
@@ -62,6 +66,11 @@ POINTER_RESERVE_BYTES: Final = 1_536
 """Room kept for the pointer notice (spill id, path, ranges, recovery hints, suffix
 markers): ``head_bytes + tail_bytes + POINTER_RESERVE_BYTES`` must not exceed
 ``max_bytes``."""
+
+DEFAULT_HEAD_BYTES: Final = 4_096
+DEFAULT_TAIL_BYTES: Final = 1_024
+"""The preview sizes when neither is set and ``max_bytes`` has room for both; a smaller
+budget shrinks the previews nobody set (see :func:`_fitted_previews`)."""
 
 MIN_MAX_LINE_BYTES: Final = 80
 """The smallest per-line cut accepted: a shorter cut would leave lines unreadable."""
@@ -79,27 +88,7 @@ _STORED_FIELDS: Final = ("retention_bytes", "retained_tail_bytes")
 _OFF_FIELDS: Final = ("max_line_bytes", "retention_bytes")
 _SIZE_FIELDS: Final = ("max_bytes", "head_bytes", "tail_bytes", "retained_tail_bytes", *_OFF_FIELDS)
 
-_SIZE_UNITS: Final[Mapping[str, int]] = {
-    "": 1,
-    "b": 1,
-    "kb": 1000,
-    "mb": 1000**2,
-    "gb": 1000**3,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-}
-_AMBIGUOUS_SIZE_UNITS: Final = frozenset({"k", "m", "g"})
-_DURATION_UNITS: Final[Mapping[str, int]] = {"": 1, "s": 1, "m": 60, "h": 3_600, "d": 86_400}
-
-# ASCII digits only: str.isdigit() and int() also accept other scripts' digits.
-_NUMBER_WITH_UNIT: Final = re.compile(r"([0-9]+)\s*([A-Za-z]*)", re.ASCII)
 _SESSION_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)
-
-_SIZE_EXPECTED: Final = 'must be a positive whole number of bytes such as 50000, "50KB" or "10MiB"'
-_DURATION_EXPECTED: Final = (
-    'must be a positive whole number of seconds, or a duration such as "30s", "10m", "2h" or "7d"'
-)
 
 
 def env_var_name(field: str) -> str:
@@ -110,153 +99,6 @@ def env_var_name(field: str) -> str:
 def field_label(field: str) -> str:
     """Return how messages name a field: ``max_bytes (env SPILLSTORE_MAX_BYTES)``."""
     return f"{field} (env {env_var_name(field)})"
-
-
-def _size_error(value: object, *, allow_off: bool, hint: str | None = None) -> ConfigError:
-    """Build the error for a value :func:`parse_size` refuses."""
-    expected = _SIZE_EXPECTED + (', or "off" to turn the cap off' if allow_off else "")
-    message = f"{expected}; got {shown(value)}"
-    return ConfigError(f"{message} ({hint})" if hint else message)
-
-
-@overload
-def parse_size(value: object, *, allow_off: Literal[False] = False) -> int: ...
-@overload
-def parse_size(value: object, *, allow_off: bool) -> int | None: ...
-def parse_size(value: object, *, allow_off: bool = False) -> int | None:
-    """Parse a size in bytes from an int or a human size string.
-
-    Accepts an ``int`` greater than zero, or a string holding a whole number and an
-    optional unit (see the module docstring), with any surrounding whitespace and
-    optional whitespace before the unit: ``"50000"``, ``" 50KB "``, ``"10 MiB"``.
-
-    Args:
-        value: the raw value, e.g. from a keyword argument or an environment variable.
-        allow_off: accept ``None`` and ``"off"`` (any case) and return ``None``, meaning
-            the cap is turned off.
-
-    Returns:
-        The size in bytes, or ``None`` when ``allow_off`` and the value turns the cap off.
-
-    Raises:
-        ConfigError: for zero, negatives, bools, floats (even ``5.0``), NaN/infinity,
-            fractions (``"1.5MB"``), words, empty strings, a bare ``K``/``M``/``G``
-            unit, unknown units, and ``None``/``"off"`` unless ``allow_off``.
-    """
-    if value is None:
-        if allow_off:
-            return None
-        raise _size_error(value, allow_off=allow_off, hint="this setting cannot be turned off")
-    if isinstance(value, bool):
-        raise _size_error(value, allow_off=allow_off, hint="a bool is not a size")
-    if isinstance(value, int):
-        if value > 0:
-            return value
-        hint = 'to turn the cap off write "off", not 0' if allow_off and value == 0 else None
-        raise _size_error(value, allow_off=allow_off, hint=hint)
-    if isinstance(value, float):
-        raise _size_error(value, allow_off=allow_off, hint="sizes are whole bytes, not floats")
-    if not isinstance(value, str):
-        raise _size_error(value, allow_off=allow_off, hint=f"a {type(value).__name__}")
-
-    text = value.strip()
-    if text.lower() == "off":
-        if allow_off:
-            return None
-        raise _size_error(value, allow_off=allow_off, hint="this setting cannot be turned off")
-    match = _NUMBER_WITH_UNIT.fullmatch(text)
-    if match is None:
-        raise _size_error(value, allow_off=allow_off)
-    digits, unit = match.groups()
-    unit_key = unit.lower()
-    if unit_key in _AMBIGUOUS_SIZE_UNITS:
-        letter = unit.upper()
-        raise _size_error(
-            value,
-            allow_off=allow_off,
-            hint=f'"{unit}" is ambiguous: write "{digits}{letter}B" (x1000) '
-            f'or "{digits}{letter}iB" (x1024)',
-        )
-    multiplier = _SIZE_UNITS.get(unit_key)
-    if multiplier is None:
-        raise _size_error(
-            value,
-            allow_off=allow_off,
-            hint=f'unknown unit "{unit}"; use B, KB, MB, GB, KiB, MiB or GiB',
-        )
-    number = _whole_number(digits)
-    if number is None:
-        raise _size_error(value, allow_off=allow_off, hint="too many digits")
-    size = number * multiplier
-    if size <= 0:
-        hint = 'to turn the cap off write "off", not 0' if allow_off else None
-        raise _size_error(value, allow_off=allow_off, hint=hint)
-    return size
-
-
-def parse_duration(value: object) -> float:
-    """Parse a duration in seconds from an int or a string such as ``"10m"``.
-
-    Accepts an ``int`` greater than zero (seconds), or a string holding a whole number
-    and an optional unit, with any surrounding whitespace and optional whitespace before
-    the unit: ``s`` seconds, ``m`` minutes, ``h`` hours, ``d`` days (case-insensitive;
-    there is no month unit, so ``"10M"`` is ten minutes).
-
-    Args:
-        value: the raw value, e.g. a ``--max-age`` command-line argument.
-
-    Returns:
-        The duration in seconds.
-
-    Raises:
-        ConfigError: for zero, negatives, bools, floats (even ``5.0``), NaN/infinity,
-            fractions (``"1.5h"``), words, empty strings, ``None`` and unknown units.
-    """
-    if isinstance(value, bool):
-        raise _duration_error(value, hint="a bool is not a duration")
-    if isinstance(value, int):
-        if value > 0:
-            return _seconds(value, value)
-        raise _duration_error(value)
-    if isinstance(value, float):
-        raise _duration_error(value, hint="write whole seconds or use a unit")
-    if not isinstance(value, str):
-        raise _duration_error(value, hint=f"a {type(value).__name__}")
-    match = _NUMBER_WITH_UNIT.fullmatch(value.strip())
-    if match is None:
-        raise _duration_error(value)
-    digits, unit = match.groups()
-    multiplier = _DURATION_UNITS.get(unit.lower())
-    if multiplier is None:
-        raise _duration_error(value, hint=f'unknown unit "{unit}"; use s, m, h or d')
-    number = _whole_number(digits)
-    if number is None:
-        raise _duration_error(value, hint="too many digits")
-    if number == 0:
-        raise _duration_error(value)
-    return _seconds(number * multiplier, value)
-
-
-def _duration_error(value: object, *, hint: str | None = None) -> ConfigError:
-    """Build the error for a value :func:`parse_duration` refuses."""
-    message = f"{_DURATION_EXPECTED}; got {shown(value)}"
-    return ConfigError(f"{message} ({hint})" if hint else message)
-
-
-def _seconds(seconds: int, value: object) -> float:
-    """Convert whole seconds to a float, refusing durations too long for one."""
-    try:
-        return float(seconds)
-    except OverflowError:
-        raise _duration_error(value, hint="too long") from None
-
-
-def _whole_number(digits: str) -> int | None:
-    """Return ``int(digits)``, or ``None`` past Python's int-from-string digit limit."""
-    try:
-        return int(digits)
-    except ValueError:
-        return None
 
 
 @contextmanager
@@ -298,6 +140,43 @@ def _describe(error: ErrorDetails) -> tuple[str, str | None]:
     return f"{field_label(field)}: {error['msg']}; got {shown(error.get('input'))}", field
 
 
+def fit_previews(max_bytes: int, head_bytes: int, tail_bytes: int) -> tuple[int, int]:
+    """``head_bytes`` and ``tail_bytes``, or, when they do not fit ``max_bytes`` with the
+    pointer reserve, the room split 4:1 between them."""
+    room = max_bytes - POINTER_RESERVE_BYTES
+    if head_bytes + tail_bytes <= room:
+        return head_bytes, tail_bytes
+    head = room * 4 // 5
+    return head, room - head
+
+
+def _fitted_previews(data: Mapping[str, Any]) -> dict[str, int]:
+    """Sizes for the previews ``data`` does not set, when the defaults would not fit its
+    ``max_bytes``: both unset share the room (:func:`fit_previews`); one unset takes the
+    room the other leaves. Empty when the defaults fit, or when a size is invalid or
+    leaves no room (the checks then say why).
+    """
+    unset = [name for name in ("head_bytes", "tail_bytes") if name not in data]
+    try:
+        budget = parse_size(data["max_bytes"])
+        room = budget - POINTER_RESERVE_BYTES
+        room -= sum(parse_size(data[name]) for name in ("head_bytes", "tail_bytes") if name in data)
+    except ConfigError:
+        return {}
+    if (
+        len(unset) == 2
+        and MIN_BUDGET_BYTES
+        <= budget
+        < DEFAULT_HEAD_BYTES + DEFAULT_TAIL_BYTES + POINTER_RESERVE_BYTES
+    ):
+        head, tail = fit_previews(budget, DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES)
+        return {"head_bytes": head, "tail_bytes": tail}
+    defaults = {"head_bytes": DEFAULT_HEAD_BYTES, "tail_bytes": DEFAULT_TAIL_BYTES}
+    if len(unset) == 1 and 0 < room < defaults[unset[0]]:
+        return {unset[0]: room}
+    return {}
+
+
 def _check(condition: bool, field: str, message: str) -> None:
     """Raise a ``ConfigError`` on ``field`` with ``message`` unless ``condition`` holds."""
     if not condition:
@@ -329,12 +208,14 @@ class Settings(BaseSettings):
         f"tool result, pointer included. At least {MIN_BUDGET_BYTES}.",
     )
     head_bytes: int = Field(
-        default=4_096,
-        description="Bytes of the start of an oversized output shown as the head preview.",
+        default=DEFAULT_HEAD_BYTES,
+        description="Bytes of the start of an oversized output shown as the head preview; "
+        "when unset and max_bytes is small, what fits.",
     )
     tail_bytes: int = Field(
-        default=1_024,
-        description="Bytes of the end of an oversized output shown as the tail preview.",
+        default=DEFAULT_TAIL_BYTES,
+        description="Bytes of the end of an oversized output shown as the tail preview; "
+        "when unset and max_bytes is small, what fits.",
     )
     max_line_bytes: int | None = Field(
         default=2_000,
@@ -422,6 +303,14 @@ class Settings(BaseSettings):
         """Keyword arguments beat the environment, which beats the defaults; nothing else."""
         return (init_settings, env_settings)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _fit_previews(cls, data: Any) -> Any:
+        """Shrink the previews nobody set so that a small ``max_bytes`` works alone."""
+        if isinstance(data, dict) and "max_bytes" in data:
+            return {**data, **_fitted_previews(data)}
+        return data
+
     @field_validator(*_SIZE_FIELDS, mode="before")
     @classmethod
     def _parse_size(cls, value: object, info: ValidationInfo) -> int | None:
@@ -495,6 +384,6 @@ class Settings(BaseSettings):
             f"{field_label('head_bytes')} + {field_label('tail_bytes')} + {POINTER_RESERVE_BYTES} "
             f"bytes reserved for the pointer must fit in {field_label('max_bytes')}; got "
             f"{self.head_bytes} + {self.tail_bytes} + {POINTER_RESERVE_BYTES} = {needed} "
-            f"> {self.max_bytes}",
+            f"> {self.max_bytes} (leave the previews unset and they shrink to fit)",
         )
         return self

@@ -484,16 +484,45 @@ def test_previews_and_pointer_exactly_fill_the_budget() -> None:
     assert settings.max_bytes == 6_656
 
 
-def test_previews_that_do_not_fit_the_environment_budget(
+def test_a_small_environment_budget_shrinks_the_default_previews(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A budget from the environment too small for the default previews is refused."""
+    """A budget from the environment too small for the default previews works alone:
+    the previews share what the pointer reserve leaves, 4:1 (as a per-call budget does)."""
     monkeypatch.setenv("SPILLSTORE_MAX_BYTES", "4KiB")
 
-    with pytest.raises(ConfigError) as caught:
-        Settings()
+    settings = Settings()
 
-    assert_names_field(caught.value, "max_bytes")
+    room = 4_096 - POINTER_RESERVE_BYTES
+    assert (settings.head_bytes, settings.tail_bytes) == (room * 4 // 5, room - room * 4 // 5)
+
+
+def test_one_preview_set_leaves_the_room_to_the_other() -> None:
+    """With one preview set, the unset one takes the room left (at most its default)."""
+    settings = Settings(max_bytes=4_000, tail_bytes=100)
+
+    assert (settings.head_bytes, settings.tail_bytes) == (4_000 - POINTER_RESERVE_BYTES - 100, 100)
+    assert Settings(max_bytes=60_000, head_bytes=50_000).tail_bytes == 1_024
+
+
+def test_previews_that_were_set_are_never_shrunk() -> None:
+    """A preview given explicitly that does not fit is refused, not quietly cut."""
+    with pytest.raises(ConfigError) as caught:
+        Settings(max_bytes=4_000, head_bytes=3_000)
+
+    assert "head_bytes" in str(caught.value)
+
+
+@given(st.integers(MIN_BUDGET_BYTES, 8_000))
+def test_any_accepted_budget_alone_makes_valid_settings(max_bytes: int) -> None:
+    """Every budget from the minimum up builds, the previews filling at most the room,
+    and the defaults kept whenever they fit."""
+    settings = Settings(max_bytes=max_bytes)
+
+    assert settings.head_bytes + settings.tail_bytes + POINTER_RESERVE_BYTES <= max_bytes
+    assert settings.head_bytes >= 4 * settings.tail_bytes - 4 or settings.tail_bytes == 1_024
+    if max_bytes >= 4_096 + 1_024 + POINTER_RESERVE_BYTES:
+        assert (settings.head_bytes, settings.tail_bytes) == (4_096, 1_024)
 
 
 def test_retained_tail_must_be_less_than_retention() -> None:

@@ -21,7 +21,7 @@ from spillstore._errors import ConfigError
 from spillstore._service.decide import result_flow
 from spillstore._service.flow import Flow, adrive, drive
 from spillstore._service.service import TruncationService
-from spillstore._settings import MIN_BUDGET_BYTES, POINTER_RESERVE_BYTES, Settings, parse_size
+from spillstore._settings import MIN_BUDGET_BYTES, Settings, fit_previews, parse_size
 
 __all__ = ["Capper", "model_text", "to_result"]
 
@@ -32,11 +32,7 @@ _KEPT_MIME: Final = "application/x-spillstore-kept"
 
 def _budget_settings(base: Settings, max_bytes: int) -> Settings:
     """``base`` with another inline budget; previews shrink (4:1) when they no longer fit."""
-    head_bytes, tail_bytes = base.head_bytes, base.tail_bytes
-    room = max_bytes - POINTER_RESERVE_BYTES
-    if head_bytes + tail_bytes > room:
-        head_bytes = room * 4 // 5
-        tail_bytes = room - head_bytes
+    head_bytes, tail_bytes = fit_previews(max_bytes, base.head_bytes, base.tail_bytes)
     values = base.model_dump()
     values.update(max_bytes=max_bytes, head_bytes=head_bytes, tail_bytes=tail_bytes)
     return Settings(**values)

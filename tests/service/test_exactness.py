@@ -342,15 +342,24 @@ _BLOBS = st.builds(
     suffix=st.one_of(
         st.none(), hostile_text, st.integers(0, 3000).map(lambda n: "S" * n + "\ud800")
     ),
-    max_bytes=st.integers(2048, 6000),
+    max_bytes=st.integers(2048, 7000),
     dead=st.booleans(),
+    fitted=st.booleans(),
 )
 @settings(max_examples=150, deadline=None)
 def test_a_result_with_blobs_and_a_suffix_keeps_every_promise(
-    texts: list[str], blobs: list[MediaPart], suffix: str | None, max_bytes: int, dead: bool
+    texts: list[str],
+    blobs: list[MediaPart],
+    suffix: str | None,
+    max_bytes: int,
+    dead: bool,
+    fitted: bool,
 ) -> None:
-    """Within budget, strict UTF-8, unchanged when it fits, every blob and the suffix kept whole."""
-    settings_ = Settings(max_bytes=max_bytes, head_bytes=256, tail_bytes=256)
+    """Within budget, strict UTF-8, unchanged when it fits, every blob and the suffix kept
+    whole; with small previews, or with the previews Settings fits to the budget alone
+    (they fill it up to the pointer reserve)."""
+    previews = {} if fitted else {"head_bytes": 256, "tail_bytes": 256}
+    settings_ = Settings(max_bytes=max_bytes, **previews)
     store = DeadStore() if dead else MemoryStore()
     result = ToolResult(content=(*map(TextPart, texts), *blobs), suffix=suffix)
     out = _service(settings_, store).truncate_for_model(result, tool_name="t", tool_call_id="c")
