@@ -7,16 +7,9 @@ keyword arguments beat the environment, which beats the defaults. Nothing else i
 Every invalid value raises :class:`~spillstore._errors.ConfigError` naming the field and
 its environment variable; a bad value is never replaced by a default.
 
-Sizes are UTF-8 bytes. :func:`parse_size` accepts whole numbers and human sizes:
-
-- no unit or ``B``: bytes (``50000``, ``"50000"``, ``"512B"``);
-- ``KB``, ``MB``, ``GB``: powers of 1000 (``"50KB"`` is 50,000);
-- ``KiB``, ``MiB``, ``GiB``: powers of 1024 (``"10MiB"`` is 10,485,760).
-
-Units are case-insensitive (``"50kb"`` and ``"50kB"`` both mean 50,000). A bare
-``K``/``M``/``G`` is rejected: half the world reads it as 1000-based and half as
-1024-based, so the error asks for ``KB`` or ``KiB``. Caps that can be turned off take
-``"off"`` (or ``None``); ``0`` never means "off".
+Sizes are UTF-8 bytes, given as whole numbers or human sizes (``"50KB"`` is 50,000,
+``"10MiB"`` is 10,485,760); :mod:`spillstore._core.units` parses them. Caps that can be
+turned off take ``"off"`` (or ``None``); ``0`` never means "off".
 
 Environment variables are matched case-insensitively (pydantic-settings' default), so
 ``spillstore_max_bytes`` works too. Unknown ``SPILLSTORE_*`` variables are ignored:
