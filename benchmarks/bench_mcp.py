@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -138,8 +139,10 @@ async def _small_worker(calls: int, rounds: int, baseline: str) -> dict[str, Any
         }
         if baseline:  # the proxy of another source tree (e.g. `git archive main`)
             env = {**os.environ, "PYTHONPATH": baseline}
+            # its own store: another tree may not open this one's store format
+            base_args = ["-m", "spillstore.mcp", "proxy", "--dir", tmp + "/baseline", "--", *BIG]
             transports["baseline"] = StdioTransport(
-                sys.executable, proxy_args, cwd=baseline, env=env
+                sys.executable, base_args, cwd=baseline, env=env
             )
         async with AsyncExitStack() as stack:
             clients = {
@@ -176,6 +179,8 @@ async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
     samples: dict[str, list[float]] = {"direct": [], "proxy": [], "late": []}
     with tempfile.TemporaryDirectory() as tmp:
         proxy = [sys.executable, "-m", "spillstore._cli", "mcp", "proxy", "--dir", tmp, "--"]
+        # another tree gets its own store: it may not open this one's store format
+        base = [*proxy[:-2], os.path.join(tmp, "baseline"), "--"]
         # The control: the library entry point imports the SDK, then starts the upstream.
         late = [
             sys.executable,
@@ -186,21 +191,32 @@ async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
         commands = {"direct": git, "proxy": [*proxy, *git], "late": [*late, *git]}
         where = dict.fromkeys(commands, str(ROOT))
         if baseline:  # the proxy's command line from another source tree
-            commands["baseline"] = [*proxy, *git]
+            commands["baseline"] = [*base, *git]
             where["baseline"] = baseline
             samples["baseline"] = []
+        cpu: dict[str, list[float]] = {name: [] for name in samples}
         for _ in range(rounds):
             for name, command in commands.items():
                 env = {**os.environ, "PYTHONPATH": where[name]}
                 params = StdioServerParameters(
                     command=command[0], args=command[1:], cwd=where[name], env=env
                 )
+                before = _children_cpu()
                 start = time.perf_counter()
                 async with Client(params, mode="legacy"):
                     samples[name].append(time.perf_counter() - start)
+                await asyncio.sleep(0.05)  # let the exited process tree be reaped
+                cpu[name].append(_children_cpu() - before)
     return {name: statistics.median(values) for name, values in samples.items()} | {
-        "rounds": samples
+        "rounds": samples,
+        "cpu": {name: statistics.median(values) for name, values in cpu.items()},
     }
+
+
+def _children_cpu() -> float:
+    """User + system CPU of this process's reaped children (and theirs) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _worker(argv: list[str]) -> None:
@@ -275,22 +291,27 @@ def _cold_table(rounds: int, baseline: str) -> None:
     if cold is None:
         print("cold start: did not finish")
         return
-    direct, proxy, late = cold["direct"], cold["proxy"], cold["late"]
+    direct = cold["direct"]
     print(
         f"\ncold start (SDK stdio client: spawn to initialize done, mcp-server-git), "
         f"{rounds} interleaved rounds, medians:"
     )
-    print("| path | initialize | vs direct |")
-    print("|---|---|---|")
-    print(f"| direct | {direct:.3f} s | |")
-    print(
-        f"| spillstore proxy (command line: upstream first) | {proxy:.3f} s | "
-        f"{proxy / direct:.2f}x |"
-    )
-    print(f"| control: run_proxy() (SDK imported first) | {late:.3f} s | {late / direct:.2f}x |")
+    cpu = cold["cpu"]
+    print("| path | initialize | vs direct | CPU of the process tree, start to exit |")
+    print("|---|---|---|---|")
+    print(f"| direct | {direct:.3f} s | | {cpu['direct']:.3f} s |")
+    rows = {
+        "proxy": "spillstore proxy (command line: upstream first)",
+        "late": "control: run_proxy() (SDK imported first)",
+    }
     if baseline:
-        base = cold["baseline"]
-        print(f"| baseline proxy ({baseline}) | {base:.3f} s | {base / direct:.2f}x |")
+        rows["baseline"] = f"baseline proxy ({baseline})"
+    for name, label in rows.items():
+        value = cold[name]
+        print(
+            f"| {label} | {value:.3f} s | {value / direct:.2f}x | {cpu[name]:.3f} s "
+            f"({cpu[name] / cpu['direct']:.2f}x) |"
+        )
     for name in ("proxy", "baseline") if baseline else ("proxy",):
         pairs = zip(cold["rounds"]["direct"], cold["rounds"][name], strict=True)
         ratios = [p / d for d, p in pairs]
