@@ -195,6 +195,7 @@ async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
             where["baseline"] = baseline
             samples["baseline"] = []
         cpu: dict[str, list[float]] = {name: [] for name in samples}
+        ready: dict[str, list[tuple[float, ...]]] = {name: [] for name in samples}
         for _ in range(rounds):
             for name, command in commands.items():
                 env = {**os.environ, "PYTHONPATH": where[name]}
@@ -207,10 +208,54 @@ async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
                     samples[name].append(time.perf_counter() - start)
                 await asyncio.sleep(0.05)  # let the exited process tree be reaped
                 cpu[name].append(_children_cpu() - before)
+                ready[name].append(_raw_initialize(command, where[name], env))
     return {name: statistics.median(values) for name, values in samples.items()} | {
         "rounds": samples,
         "cpu": {name: statistics.median(values) for name, values in cpu.items()},
+        "ready": {
+            name: [statistics.median(r[i] for r in values) for i in range(3)]
+            for name, values in ready.items()
+        },
     }
+
+
+def _raw_initialize(command: list[str], cwd: str, env: dict[str, str]) -> tuple[float, ...]:
+    """Spawn ``command``, send ``initialize`` by hand, and read its answer.
+
+    Returns the wall time to the answer, and the CPU (user + system) of the answering
+    process and of its children (the proxy's upstream) at that moment: CPU does not
+    depend on what else the machine runs, so these show whose work is on the path.
+    """
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    }
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, env=env
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(request).encode() + b"\n")
+    process.stdin.flush()
+    answer = process.stdout.readline()
+    wall = time.perf_counter() - start
+    own = cpu_seconds(process.pid)
+    try:
+        with open(f"/proc/{process.pid}/task/{process.pid}/children", encoding="ascii") as f:
+            children = [int(pid) for pid in f.read().split()]
+    except OSError:
+        children = []
+    upstream = sum(cpu_seconds(pid) for pid in children)
+    process.stdin.close()
+    process.wait(timeout=30)
+    assert b'"result"' in answer, answer[:300]
+    return wall, own, upstream
 
 
 def _children_cpu() -> float:
@@ -312,6 +357,14 @@ def _cold_table(rounds: int, baseline: str) -> None:
             f"| {label} | {value:.3f} s | {value / direct:.2f}x | {cpu[name]:.3f} s "
             f"({cpu[name] / cpu['direct']:.2f}x) |"
         )
+    print(
+        "\nthe same, initialize sent by hand (medians): wall to the answer, and CPU at "
+        "that moment of the answering process and of its upstream"
+    )
+    print("| path | wall | CPU of the answering process | CPU of its upstream |")
+    print("|---|---|---|---|")
+    for name, (wall, own, upstream) in cold["ready"].items():
+        print(f"| {name} | {wall:.3f} s | {own:.2f} s | {upstream:.2f} s |")
     for name in ("proxy", "baseline") if baseline else ("proxy",):
         pairs = zip(cold["rounds"]["direct"], cold["rounds"][name], strict=True)
         ratios = [p / d for d, p in pairs]

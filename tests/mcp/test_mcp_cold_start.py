@@ -109,3 +109,30 @@ def test_an_upstream_started_before_a_usage_error_is_stopped(tmp_path: Path) -> 
     while _alive(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not _alive(int(pid))
+
+
+def test_listing_the_spill_tools_loads_none_of_their_implementations(tmp_path: Path) -> None:
+    """A proxy's start builds the spill tools and lists them; their modules load on first call.
+
+    (Run in a fresh interpreter: this test process has imported everything already.)
+    """
+    code = f"""
+import sys
+from spillstore import LocalStore
+from spillstore._tools.spill_tools import SpillTools
+from spillstore.mcp.proxy import SpillProxy
+from spillstore.mcp.server import spill_tool_definitions
+tools = SpillTools(LocalStore({str(tmp_path)!r}))
+assert len(spill_tool_definitions(tools)) == 4
+lazy = ("grep", "list", "query", "query_worker", "read", "regex")
+print(sorted(name for name in lazy if f"spillstore._tools.{{name}}" in sys.modules))
+print(tools.list().is_error)
+print(sorted(name for name in lazy if f"spillstore._tools.{{name}}" in sys.modules))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    before, error, after = done.stdout.splitlines()
+    assert before == "[]" and error == "False"
+    assert after == str(["grep", "list", "query", "query_worker", "read", "regex"])
