@@ -213,7 +213,7 @@ async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
         "rounds": samples,
         "cpu": {name: statistics.median(values) for name, values in cpu.items()},
         "ready": {
-            name: [statistics.median(r[i] for r in values) for i in range(3)]
+            name: [statistics.median(r[i] for r in values) for i in range(4)]
             for name, values in ready.items()
         },
     }
@@ -252,10 +252,21 @@ def _raw_initialize(command: list[str], cwd: str, env: dict[str, str]) -> tuple[
     except OSError:
         children = []
     upstream = sum(cpu_seconds(pid) for pid in children)
+    # when the upstream was started, after the proxy (clock ticks since boot: 10 ms)
+    delay = min((_start_ticks(pid) - _start_ticks(process.pid) for pid in children), default=0)
     process.stdin.close()
     process.wait(timeout=30)
     assert b'"result"' in answer, answer[:300]
-    return wall, own, upstream
+    return wall, own, upstream, delay / os.sysconf("SC_CLK_TCK")
+
+
+def _start_ticks(pid: int) -> int:
+    """When a process started, in clock ticks since boot (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _children_cpu() -> float:
@@ -359,12 +370,14 @@ def _cold_table(rounds: int, baseline: str) -> None:
         )
     print(
         "\nthe same, initialize sent by hand (medians): wall to the answer, and CPU at "
-        "that moment of the answering process and of its upstream"
+        "that moment of the answering process and of its upstream; when the upstream "
+        "started after the proxy (10 ms ticks)"
     )
-    print("| path | wall | CPU of the answering process | CPU of its upstream |")
-    print("|---|---|---|---|")
-    for name, (wall, own, upstream) in cold["ready"].items():
-        print(f"| {name} | {wall:.3f} s | {own:.2f} s | {upstream:.2f} s |")
+    print("| path | wall | CPU of the answering process | CPU of its upstream | upstream started |")
+    print("|---|---|---|---|---|")
+    for name, (wall, own, upstream, delay) in cold["ready"].items():
+        started = f"+{delay * 1e3:.0f} ms" if name != "direct" else "-"
+        print(f"| {name} | {wall:.3f} s | {own:.2f} s | {upstream:.2f} s | {started} |")
     for name in ("proxy", "baseline") if baseline else ("proxy",):
         pairs = zip(cold["rounds"]["direct"], cold["rounds"][name], strict=True)
         ratios = [p / d for d, p in pairs]
