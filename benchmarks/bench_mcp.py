@@ -7,7 +7,8 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
 - ``--retention off``: the proxy stores whole outputs (default: the 10 MiB retention cap
   keeps the first 9 MiB and the last 1 MiB of a larger output);
 - ``--sdk-big``: also time the SDK's own stdio client on the big result (quadratic);
-- ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else);
+- ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else;
+  ``--cold-upstream-sleep 4``: an upstream that boots in 4 s instead of mcp-server-git);
 - ``--only-small``: only the small calls; ``--baseline DIR``: also the proxy of the
   source tree DIR (``git archive main | tar -x -C DIR``) in the same small-call and
   cold-start rounds;
@@ -171,11 +172,18 @@ async def _small_worker(calls: int, rounds: int, baseline: str) -> dict[str, Any
     }
 
 
-async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
-    """Time ``initialize`` (spawn to handshake done) with mcp-server-git, direct vs proxy."""
+async def _cold_worker(rounds: int, baseline: str, sleep: float) -> dict[str, Any]:
+    """Time ``initialize`` (spawn to handshake done) with mcp-server-git, direct vs proxy.
+
+    With ``sleep``, the upstream is instead a shell that sleeps that long, then runs
+    ``raw.py`` (a standard-library server): an upstream slower to boot than the proxy.
+    """
     from mcp import Client, StdioServerParameters
 
     git = [str(Path(sys.executable).with_name("mcp-server-git")), "--repository", str(ROOT)]
+    if sleep:
+        raw = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_servers" / "raw.py")]
+        git = ["/bin/sh", "-c", f'sleep {sleep:g}; exec "$0" "$@"', *raw]
     samples: dict[str, list[float]] = {"direct": [], "proxy": [], "late": []}
     with tempfile.TemporaryDirectory() as tmp:
         proxy = [sys.executable, "-m", "spillstore._cli", "mcp", "proxy", "--dir", tmp, "--"]
@@ -279,7 +287,7 @@ def _worker(argv: list[str]) -> None:
     if argv[0] == "big":
         out = asyncio.run(_big_worker(argv[1], int(argv[2]), argv[3] or None))
     elif argv[0] == "cold":
-        out = asyncio.run(_cold_worker(int(argv[1]), argv[2]))
+        out = asyncio.run(_cold_worker(int(argv[1]), argv[2], float(argv[3])))
     else:
         out = asyncio.run(_small_worker(int(argv[1]), int(argv[2]), argv[3]))
     print(json.dumps(out))
@@ -342,14 +350,15 @@ def _big_table(size: int, kinds: list[str], rounds: int, ctxtual: str, limit: fl
         )
 
 
-def _cold_table(rounds: int, baseline: str) -> None:
-    cold = _spawn("cold", str(rounds), baseline, timeout=900)
+def _cold_table(rounds: int, baseline: str, sleep: float) -> None:
+    cold = _spawn("cold", str(rounds), baseline, str(sleep), timeout=900)
     if cold is None:
         print("cold start: did not finish")
         return
     direct = cold["direct"]
     print(
-        f"\ncold start (SDK stdio client: spawn to initialize done, mcp-server-git), "
+        f"\ncold start (SDK stdio client: spawn to initialize done, "
+        f"{f'sh -c sleep {sleep:g}; raw.py' if sleep else 'mcp-server-git'}), "
         f"{rounds} interleaved rounds, medians:"
     )
     cpu = cold["cpu"]
@@ -411,6 +420,14 @@ def main() -> None:
     )
     parser.add_argument("--only-cold", action="store_true", help="only the cold start")
     parser.add_argument(
+        "--cold-upstream-sleep",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="cold start with an upstream that sleeps this long before it runs raw.py "
+        "(slower to boot than the proxy) instead of mcp-server-git",
+    )
+    parser.add_argument(
         "--baseline",
         default="",
         help="small calls and cold start: also time the proxy of this source tree "
@@ -425,7 +442,7 @@ def main() -> None:
         os.environ["SPILLSTORE_RETENTION_BYTES"] = args.retention
     print(f"machine: {machine()}")
     if args.cold:
-        _cold_table(args.cold, args.baseline)
+        _cold_table(args.cold, args.baseline, args.cold_upstream_sleep)
         if args.only_cold:
             return
     print(f"date: {time.strftime('%Y-%m-%d')}")
