@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -74,6 +75,8 @@ from spillstore._twins import method_twin
 
 if TYPE_CHECKING:
     from spillstore._tools.query_worker import QueryWorker
+
+_STARTING = threading.Lock()
 
 __all__ = [
     "DEFAULT_MAX_COLUMN_BYTES",
@@ -281,12 +284,9 @@ class SpillTools:
         return result(bounded(text, self.max_page_bytes))
 
     def _page(self, args: ToolArgs) -> str:
-        """The text of the page ``args`` asks for (errors the model should see raise).
-
-        Each tool's module loads on its first call: an MCP proxy lists the tools at start
-        and may never call one, and its start is on its client's critical path.
-        """
-        from spillstore._tools.grep import Search  # noqa: PLC0415 - see above
+        """The text of the page ``args`` asks for (errors the model should see raise)."""
+        # Loaded on first call: an MCP proxy lists the tools at start, on its client's path.
+        from spillstore._tools.grep import Search  # noqa: PLC0415
         from spillstore._tools.list import list_page  # noqa: PLC0415
         from spillstore._tools.query import query_page  # noqa: PLC0415
         from spillstore._tools.query_worker import QueryWorker  # noqa: PLC0415
@@ -307,8 +307,9 @@ class SpillTools:
         if isinstance(args, QueryArgs):
             # Not the cached metadata: the worker may hold the document, so this stat is
             # what notices a spill deleted or expired since.
-            if self._queries is None:
-                self._queries = QueryWorker()
+            with _STARTING:  # one worker per SpillTools, even if two threads query first
+                if self._queries is None:
+                    self._queries = QueryWorker()
             return query_page(self, self._queries, self._meta(args.spill), args)
         assert isinstance(args, ListArgs)
         return list_page(self, args)
