@@ -7,7 +7,8 @@ Run: ``.venv/bin/python benchmarks/bench_mcp.py`` (about 2-4 minutes). Options:
 - ``--retention off``: the proxy stores whole outputs (default: the 10 MiB retention cap
   keeps the first 9 MiB and the last 1 MiB of a larger output);
 - ``--sdk-big``: also time the SDK's own stdio client on the big result (quadratic);
-- ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else);
+- ``--cold N``: N interleaved rounds of the cold start (``--only-cold``: nothing else;
+  ``--cold-upstream-sleep 4``: an upstream that boots in 4 s instead of mcp-server-git);
 - ``--only-small``: only the small calls; ``--baseline DIR``: also the proxy of the
   source tree DIR (``git archive main | tar -x -C DIR``) in the same small-call and
   cold-start rounds;
@@ -40,6 +41,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -138,8 +140,10 @@ async def _small_worker(calls: int, rounds: int, baseline: str) -> dict[str, Any
         }
         if baseline:  # the proxy of another source tree (e.g. `git archive main`)
             env = {**os.environ, "PYTHONPATH": baseline}
+            # its own store: another tree may not open this one's store format
+            base_args = ["-m", "spillstore.mcp", "proxy", "--dir", tmp + "/baseline", "--", *BIG]
             transports["baseline"] = StdioTransport(
-                sys.executable, proxy_args, cwd=baseline, env=env
+                sys.executable, base_args, cwd=baseline, env=env
             )
         async with AsyncExitStack() as stack:
             clients = {
@@ -168,14 +172,23 @@ async def _small_worker(calls: int, rounds: int, baseline: str) -> dict[str, Any
     }
 
 
-async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
-    """Time ``initialize`` (spawn to handshake done) with mcp-server-git, direct vs proxy."""
+async def _cold_worker(rounds: int, baseline: str, sleep: float) -> dict[str, Any]:
+    """Time ``initialize`` (spawn to handshake done) with mcp-server-git, direct vs proxy.
+
+    With ``sleep``, the upstream is instead a shell that sleeps that long, then runs
+    ``raw.py`` (a standard-library server): an upstream slower to boot than the proxy.
+    """
     from mcp import Client, StdioServerParameters
 
     git = [str(Path(sys.executable).with_name("mcp-server-git")), "--repository", str(ROOT)]
+    if sleep:
+        raw = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_servers" / "raw.py")]
+        git = ["/bin/sh", "-c", f'sleep {sleep:g}; exec "$0" "$@"', *raw]
     samples: dict[str, list[float]] = {"direct": [], "proxy": [], "late": []}
     with tempfile.TemporaryDirectory() as tmp:
         proxy = [sys.executable, "-m", "spillstore._cli", "mcp", "proxy", "--dir", tmp, "--"]
+        # another tree gets its own store: it may not open this one's store format
+        base = [*proxy[:-2], os.path.join(tmp, "baseline"), "--"]
         # The control: the library entry point imports the SDK, then starts the upstream.
         late = [
             sys.executable,
@@ -186,28 +199,95 @@ async def _cold_worker(rounds: int, baseline: str) -> dict[str, Any]:
         commands = {"direct": git, "proxy": [*proxy, *git], "late": [*late, *git]}
         where = dict.fromkeys(commands, str(ROOT))
         if baseline:  # the proxy's command line from another source tree
-            commands["baseline"] = [*proxy, *git]
+            commands["baseline"] = [*base, *git]
             where["baseline"] = baseline
             samples["baseline"] = []
+        cpu: dict[str, list[float]] = {name: [] for name in samples}
+        ready: dict[str, list[tuple[float, ...]]] = {name: [] for name in samples}
         for _ in range(rounds):
             for name, command in commands.items():
                 env = {**os.environ, "PYTHONPATH": where[name]}
                 params = StdioServerParameters(
                     command=command[0], args=command[1:], cwd=where[name], env=env
                 )
+                before = _children_cpu()
                 start = time.perf_counter()
                 async with Client(params, mode="legacy"):
                     samples[name].append(time.perf_counter() - start)
+                await asyncio.sleep(0.05)  # let the exited process tree be reaped
+                cpu[name].append(_children_cpu() - before)
+                ready[name].append(_raw_initialize(command, where[name], env))
     return {name: statistics.median(values) for name, values in samples.items()} | {
-        "rounds": samples
+        "rounds": samples,
+        "cpu": {name: statistics.median(values) for name, values in cpu.items()},
+        "ready": {
+            name: [statistics.median(r[i] for r in values) for i in range(4)]
+            for name, values in ready.items()
+        },
     }
+
+
+def _raw_initialize(command: list[str], cwd: str, env: dict[str, str]) -> tuple[float, ...]:
+    """Spawn ``command``, send ``initialize`` by hand, and read its answer.
+
+    Returns the wall time to the answer, and the CPU (user + system) of the answering
+    process and of its children (the proxy's upstream) at that moment: CPU does not
+    depend on what else the machine runs, so these show whose work is on the path.
+    """
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    }
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, env=env
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(request).encode() + b"\n")
+    process.stdin.flush()
+    answer = process.stdout.readline()
+    wall = time.perf_counter() - start
+    own = cpu_seconds(process.pid)
+    try:
+        with open(f"/proc/{process.pid}/task/{process.pid}/children", encoding="ascii") as f:
+            children = [int(pid) for pid in f.read().split()]
+    except OSError:
+        children = []
+    upstream = sum(cpu_seconds(pid) for pid in children)
+    # when the upstream was started, after the proxy (clock ticks since boot: 10 ms)
+    delay = min((_start_ticks(pid) - _start_ticks(process.pid) for pid in children), default=0)
+    process.stdin.close()
+    process.wait(timeout=30)
+    assert b'"result"' in answer, answer[:300]
+    return wall, own, upstream, delay / os.sysconf("SC_CLK_TCK")
+
+
+def _start_ticks(pid: int) -> int:
+    """When a process started, in clock ticks since boot (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _children_cpu() -> float:
+    """User + system CPU of this process's reaped children (and theirs) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _worker(argv: list[str]) -> None:
     if argv[0] == "big":
         out = asyncio.run(_big_worker(argv[1], int(argv[2]), argv[3] or None))
     elif argv[0] == "cold":
-        out = asyncio.run(_cold_worker(int(argv[1]), argv[2]))
+        out = asyncio.run(_cold_worker(int(argv[1]), argv[2], float(argv[3])))
     else:
         out = asyncio.run(_small_worker(int(argv[1]), int(argv[2]), argv[3]))
     print(json.dumps(out))
@@ -270,27 +350,43 @@ def _big_table(size: int, kinds: list[str], rounds: int, ctxtual: str, limit: fl
         )
 
 
-def _cold_table(rounds: int, baseline: str) -> None:
-    cold = _spawn("cold", str(rounds), baseline, timeout=900)
+def _cold_table(rounds: int, baseline: str, sleep: float) -> None:
+    cold = _spawn("cold", str(rounds), baseline, str(sleep), timeout=900)
     if cold is None:
         print("cold start: did not finish")
         return
-    direct, proxy, late = cold["direct"], cold["proxy"], cold["late"]
+    direct = cold["direct"]
     print(
-        f"\ncold start (SDK stdio client: spawn to initialize done, mcp-server-git), "
+        f"\ncold start (SDK stdio client: spawn to initialize done, "
+        f"{f'sh -c sleep {sleep:g}; raw.py' if sleep else 'mcp-server-git'}), "
         f"{rounds} interleaved rounds, medians:"
     )
-    print("| path | initialize | vs direct |")
-    print("|---|---|---|")
-    print(f"| direct | {direct:.3f} s | |")
-    print(
-        f"| spillstore proxy (command line: upstream first) | {proxy:.3f} s | "
-        f"{proxy / direct:.2f}x |"
-    )
-    print(f"| control: run_proxy() (SDK imported first) | {late:.3f} s | {late / direct:.2f}x |")
+    cpu = cold["cpu"]
+    print("| path | initialize | vs direct | CPU of the process tree, start to exit |")
+    print("|---|---|---|---|")
+    print(f"| direct | {direct:.3f} s | | {cpu['direct']:.3f} s |")
+    rows = {
+        "proxy": "spillstore proxy (command line: upstream first)",
+        "late": "control: run_proxy() (SDK imported first)",
+    }
     if baseline:
-        base = cold["baseline"]
-        print(f"| baseline proxy ({baseline}) | {base:.3f} s | {base / direct:.2f}x |")
+        rows["baseline"] = f"baseline proxy ({baseline})"
+    for name, label in rows.items():
+        value = cold[name]
+        print(
+            f"| {label} | {value:.3f} s | {value / direct:.2f}x | {cpu[name]:.3f} s "
+            f"({cpu[name] / cpu['direct']:.2f}x) |"
+        )
+    print(
+        "\nthe same, initialize sent by hand (medians): wall to the answer, and CPU at "
+        "that moment of the answering process and of its upstream; when the upstream "
+        "started after the proxy (10 ms ticks)"
+    )
+    print("| path | wall | CPU of the answering process | CPU of its upstream | upstream started |")
+    print("|---|---|---|---|---|")
+    for name, (wall, own, upstream, delay) in cold["ready"].items():
+        started = f"+{delay * 1e3:.0f} ms" if name != "direct" else "-"
+        print(f"| {name} | {wall:.3f} s | {own:.2f} s | {upstream:.2f} s | {started} |")
     for name in ("proxy", "baseline") if baseline else ("proxy",):
         pairs = zip(cold["rounds"]["direct"], cold["rounds"][name], strict=True)
         ratios = [p / d for d, p in pairs]
@@ -324,6 +420,14 @@ def main() -> None:
     )
     parser.add_argument("--only-cold", action="store_true", help="only the cold start")
     parser.add_argument(
+        "--cold-upstream-sleep",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="cold start with an upstream that sleeps this long before it runs raw.py "
+        "(slower to boot than the proxy) instead of mcp-server-git",
+    )
+    parser.add_argument(
         "--baseline",
         default="",
         help="small calls and cold start: also time the proxy of this source tree "
@@ -338,7 +442,7 @@ def main() -> None:
         os.environ["SPILLSTORE_RETENTION_BYTES"] = args.retention
     print(f"machine: {machine()}")
     if args.cold:
-        _cold_table(args.cold, args.baseline)
+        _cold_table(args.cold, args.baseline, args.cold_upstream_sleep)
         if args.only_cold:
             return
     print(f"date: {time.strftime('%Y-%m-%d')}")

@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import TYPE_CHECKING, Any
+
+from spillstore._version import __version__ as __version__
+
+TYPE_CHECKING = False  # not typing's: `spillstore mcp proxy` starts its upstream before
+# anything imports typing (about 17 ms), see spillstore/_cli/early.py
 
 if TYPE_CHECKING:  # for type checkers and IDEs: exactly _EXPORTS (a test holds them equal)
+    from typing import Any
+
     from spillstore._content import EmbeddedText as EmbeddedText
     from spillstore._content import MediaPart as MediaPart
     from spillstore._content import Part as Part
@@ -61,8 +67,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: exactly _EXPORTS (a test holds 
     from spillstore._tools.args import ReadArgs as ReadArgs
     from spillstore._tools.spill_tools import SpillTools as SpillTools
     from spillstore._tools.spill_tools import delegate_read as delegate_read
-
-from spillstore._version import __version__ as __version__
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "spillstore._service.service": ("TruncationService",),

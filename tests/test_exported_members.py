@@ -147,6 +147,8 @@ def _type_checking_imports() -> set[tuple[str, str]]:
     found = set()
     for node in block.body:
         assert isinstance(node, ast.ImportFrom) and node.module is not None
+        if node.module == "typing":  # for annotations (typing is not imported at run time)
+            continue
         for alias in node.names:
             assert alias.asname == alias.name, "re-export as `import X as X`"
             found.add((node.module, alias.name))

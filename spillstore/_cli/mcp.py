@@ -8,7 +8,8 @@ command line.
 
 The root command line loads this module only when ``mcp`` runs, and this module imports
 the MCP SDK only once a command runs: ``proxy`` first starts the upstream server
-(:func:`spillstore.mcp.launch.launch`, standard library only), then reads its settings
+(:func:`spillstore.mcp.launch.launch`, standard library only; usually before the command
+line was parsed, by :mod:`spillstore._cli.early`), then reads its settings
 (pydantic) and imports the SDK while the upstream boots, and the proxy adopts the
 running process (a bad setting stops it again).
 """
@@ -152,11 +153,12 @@ def proxy_command(
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
     launched = None
-    if command:  # start it now: it boots while the settings and the SDK are imported
-        from spillstore.mcp.launch import launch  # noqa: PLC0415 - standard library only
+    if command:  # started before parsing (early), else now: it boots while we import
+        from spillstore._cli.early import take_early  # noqa: PLC0415 - standard library only
+        from spillstore.mcp.launch import launch  # noqa: PLC0415
 
         try:
-            launched = launch(command[0], command[1:])
+            launched = take_early(command) or launch(command[0], command[1:])
         except OSError as exc:
             fail(f"proxy: cannot start the upstream server {command[0]!r}: {exc}")
     try:  # a bad setting stops it again (finally)

@@ -36,8 +36,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -62,12 +63,6 @@ from spillstore._tools.args import (
     ToolSpec,
     parameters,
 )
-from spillstore._tools.grep import Search
-from spillstore._tools.list import list_page
-from spillstore._tools.query import query_page
-from spillstore._tools.query_worker import QueryWorker
-from spillstore._tools.read import read_page
-from spillstore._tools.regex import compile_pattern
 from spillstore._tools.text import (
     ToolNames,
     bounded,
@@ -77,6 +72,11 @@ from spillstore._tools.text import (
     result,
 )
 from spillstore._twins import method_twin
+
+if TYPE_CHECKING:
+    from spillstore._tools.query_worker import QueryWorker
+
+_STARTING = threading.Lock()
 
 __all__ = [
     "DEFAULT_MAX_COLUMN_BYTES",
@@ -198,7 +198,7 @@ class SpillTools:
         self.specs: dict[str, ToolSpec] = {given[spec.default_name]: spec for spec in SPECS}
         """Each tool's registry entry, by the name the model calls it."""
         self._metas: BoundedCache[str, SpillMeta] = BoundedCache(META_CACHE_SIZE)
-        self._queries = QueryWorker()
+        self._queries: QueryWorker | None = None  # started by the first query
 
     def __repr__(self) -> str:
         return f"SpillTools({self.store!r}, session={self.session!r})"
@@ -285,6 +285,14 @@ class SpillTools:
 
     def _page(self, args: ToolArgs) -> str:
         """The text of the page ``args`` asks for (errors the model should see raise)."""
+        # Loaded on first call: an MCP proxy lists the tools at start, on its client's path.
+        from spillstore._tools.grep import Search  # noqa: PLC0415
+        from spillstore._tools.list import list_page  # noqa: PLC0415
+        from spillstore._tools.query import query_page  # noqa: PLC0415
+        from spillstore._tools.query_worker import QueryWorker  # noqa: PLC0415
+        from spillstore._tools.read import read_page  # noqa: PLC0415
+        from spillstore._tools.regex import compile_pattern  # noqa: PLC0415
+
         if isinstance(args, ReadArgs):
             return read_page(self, self._meta(args.spill, cached=True), args)
         if isinstance(args, GrepArgs):
@@ -299,6 +307,9 @@ class SpillTools:
         if isinstance(args, QueryArgs):
             # Not the cached metadata: the worker may hold the document, so this stat is
             # what notices a spill deleted or expired since.
+            with _STARTING:  # one worker per SpillTools, even if two threads query first
+                if self._queries is None:
+                    self._queries = QueryWorker()
             return query_page(self, self._queries, self._meta(args.spill), args)
         assert isinstance(args, ListArgs)
         return list_page(self, args)
@@ -405,7 +416,8 @@ class SpillTools:
 
     def close(self) -> None:
         """Stop the query worker process, if one runs (the next query starts another)."""
-        self._queries.close()
+        if self._queries is not None:
+            self._queries.close()
 
     # ----------------------------------------------------------------- resolving
 

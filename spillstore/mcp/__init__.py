@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not typing's: see spillstore/__init__.py
 
 if importlib.util.find_spec("mcp") is None:  # pragma: no cover - the tests have mcp
     raise ImportError('spillstore.mcp needs the MCP SDK: pip install "spillstore[mcp]"')
 
 if TYPE_CHECKING:  # exactly _EXPORTS, for type checkers
+    from typing import Any
+
     from spillstore._errors import UpstreamUnavailable
     from spillstore.mcp.convert import SPILL_META_KEY
     from spillstore.mcp.proxy import SpillProxy

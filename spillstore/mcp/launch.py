@@ -14,8 +14,10 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
-from typing import IO, Any, Final
+
+TYPE_CHECKING = False  # no typing or dataclasses: this runs before the upstream starts
+if TYPE_CHECKING:
+    from typing import IO, Any, Final
 
 __all__ = ["PIPE_BYTES", "Launched", "launch"]
 
@@ -30,7 +32,6 @@ PIPE_BYTES: Final = 1 << 20
 """Pipe buffer size asked for (Linux ``F_SETPIPE_SZ``): fewer wake-ups on big results."""
 
 
-@dataclass(eq=False)
 class Launched:
     """A started server: the process, and the non-blocking read end of its stdout.
 
@@ -38,12 +39,19 @@ class Launched:
         process: the ``Popen`` (stdin is a pipe; stdout goes to ``stdout_fd``'s pipe).
         stdout_fd: the read end of the server's stdout (non-blocking, not inherited);
             whoever adopts the process owns it and closes it.
+        adopted: set by the transport that took it over (which then stops it and closes
+            its pipes).
+
+    A plain class, not a dataclass: ``dataclasses`` imports ``inspect`` (about 14 ms),
+    and this module runs before the upstream starts.
     """
 
-    process: subprocess.Popen[bytes]
-    stdout_fd: int
-    adopted: bool = False
-    """Set by the transport that took it over (which then stops it and closes its pipes)."""
+    def __init__(
+        self, process: subprocess.Popen[bytes], stdout_fd: int, adopted: bool = False
+    ) -> None:
+        self.process = process
+        self.stdout_fd = stdout_fd
+        self.adopted = adopted
 
     @property
     def pid(self) -> int:

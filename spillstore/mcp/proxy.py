@@ -220,6 +220,11 @@ class SpillProxy:
         return http_transport(self.url, headers=self.headers, sse=self.sse)
 
     async def __aenter__(self) -> SpillProxy:
+        store = self._store
+        if store is None and self._launched is not None:
+            # The upstream is booting already (started before the SDK was imported):
+            # open the store (its module loads here) while it does, not after.
+            store = store_for(self.settings)
         async with AsyncExitStack() as stack:
             upstream = Upstream(
                 self._transport,
@@ -238,7 +243,8 @@ class SpillProxy:
                     f"the upstream MCP server did not list its tools: {exc}"
                 ) from exc
             names = self._spill_names({tool.name for tool in upstream_tools})
-            store = self._store if self._store is not None else store_for(self.settings)
+            if store is None:
+                store = store_for(self.settings)
             tools_kwargs: dict[str, Any] = {}
             if self.max_page_bytes is not None:
                 tools_kwargs["max_page_bytes"] = self.max_page_bytes
