@@ -98,13 +98,21 @@ _INSERT: Final = (
 )
 
 
-@contextlib.contextmanager
-def _db_errors(what: str) -> Iterator[None]:
-    try:
-        yield
-    except sqlite3.Error as exc:
-        full = "full" in str(exc).lower()
-        raise StoreError(errno.ENOSPC if full else errno.EIO, f"{what}: {exc}") from exc
+class _db_errors:  # lower case: a context manager used like a function
+    """Translate ``sqlite3.Error`` into :class:`StoreError` (a class: it wraps every read)."""
+
+    __slots__ = ("_what",)
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, sqlite3.Error):
+            full = "full" in str(exc).lower()
+            raise StoreError(errno.ENOSPC if full else errno.EIO, f"{self._what}: {exc}") from exc
 
 
 def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
