@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from spillstore._errors import StoreError, UnsafeStoreRoot
+from spillstore._stores.errors import map_os_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
 from spillstore._stores.local_rows import (
@@ -98,21 +99,15 @@ _INSERT: Final = (
 )
 
 
-class _db_errors:  # lower case: a context manager used like a function
-    """Translate ``sqlite3.Error`` into :class:`StoreError` (a class: it wraps every read)."""
+class _db_errors(map_os_errors):  # lower case: a context manager used like a function
+    """Translate ``sqlite3.Error`` into :class:`StoreError` (ENOSPC when the disk is full)."""
 
-    __slots__ = ("_what",)
+    __slots__ = ()
+    _KIND = sqlite3.Error
 
-    def __init__(self, what: str) -> None:
-        self._what = what
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, sqlite3.Error):
-            full = "full" in str(exc).lower()
-            raise StoreError(errno.ENOSPC if full else errno.EIO, f"{self._what}: {exc}") from exc
+    def _error(self, exc: Exception) -> StoreError:
+        full = "full" in str(exc).lower()
+        return StoreError(errno.ENOSPC if full else errno.EIO, f"{self._action}: {exc}")
 
 
 def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
@@ -290,12 +285,12 @@ class Catalog:
         sql = f"SELECT {LIST_COLUMNS} FROM spill{where} ORDER BY created_at, spill_id"  # noqa: S608
         with _db_errors("cannot list spills"), gc_paused():
             conn = self._conn()
-            rows = conn.execute(sql, args).fetchall()
-            rare = {}
-            if any(row[9] is not None for row in rows):
-                also = "" if session is None else " AND session = ?"
-                rare = rare_of(conn.execute(RARE_SQL + also, args))
-            return metas_of(self._base, rows, rare)
+            also = "" if session is None else " AND session = ?"
+            return metas_of(
+                self._base,
+                conn.execute(sql, args),
+                lambda: rare_of(conn.execute(RARE_SQL + also, args)),
+            )
 
     def shared(self) -> dict[str, str]:
         """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""

@@ -26,7 +26,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
 from pydantic import BaseModel
@@ -139,38 +139,66 @@ def _rare_fields(head_end: int | None, rare: Sequence[Any]) -> dict[str, Any]:
     }
 
 
-def _good_rows(rows: Sequence[Any]) -> Sequence[Any]:
-    """``rows`` without those whose id or session is not well formed (each logged)."""
-    ids = "\n".join([row[0] for row in rows])
-    if _IDS_RE.fullmatch(ids) and all(map(is_session, {row[1] for row in rows})):
-        return rows
-    good = []
-    for row in rows:
-        if is_spill_id(row[0]) and is_session(row[1]):
-            good.append(row)
+def _made(fields: dict[str, Any]) -> SpillMeta:
+    """Metadata of its fields, the way :func:`metas_of` makes it (for the flagged rows)."""
+    meta = _new(SpillMeta)
+    _set_dict(meta, fields)
+    _set_fields_set(meta, _FIELDS_SET)
+    _set_extra(meta, None)
+    _set_private(meta, None)
+    return meta
+
+
+def _well_formed(ids: list[str], sessions: set[str]) -> bool:
+    """Whether every id and session is well formed (ids in one regex match)."""
+    return bool(_IDS_RE.fullmatch("\n".join(ids))) and all(map(is_session, sessions))
+
+
+def _kept(metas: list[Any]) -> list[SpillMeta]:
+    """``metas`` without the rows removed meanwhile (None) and those whose id or session
+    is not well formed (each logged)."""
+    kept = []
+    for meta in metas:
+        if meta is None:
+            continue
+        if is_spill_id(meta.spill_id) and is_session(meta.session):
+            kept.append(meta)
         else:
             logger.warning("skipping a spill (spillstore check lists it): the catalog row "
-                           "of spill %r is corrupt", row[0])  # fmt: skip
-    return good
+                           "of spill %r is corrupt", meta.spill_id)  # fmt: skip
+    return kept
 
 
-def metas_of(base: str, rows: Sequence[Any], rare: Mapping[str, Sequence[Any]]) -> list[SpillMeta]:
-    """Rows of :data:`LIST_COLUMNS` as metadata, in their order.
+def metas_of(
+    base: str, rows: Iterable[Any], rare: Callable[[], Mapping[str, Sequence[Any]]]
+) -> list[SpillMeta]:
+    """Rows of :data:`LIST_COLUMNS` as metadata, in their order (taken one at a time, so
+    a cursor's rows are made into objects while they are in the CPU's cache).
 
     Args:
         base: the store root with a trailing separator (data files are
             ``<base><session>/<id>.out``).
         rows: the rows.
-        rare: the rare columns (after the id) of the flagged rows, by id; a flagged row
-            missing here was removed between the two queries and is left out.
+        rare: called once if a row is flagged: the rare columns (after the id) of the
+            flagged rows, by id. A flagged row missing there was removed between the
+            two queries and is left out.
+
+    A row whose id or session is not well formed is left out and logged.
     """
     version, sep, fields_set, new = META_FORMAT_VERSION, os.sep, _FIELDS_SET, _new
     set_dict, set_fields_set, set_extra, set_private = (
         _set_dict, _set_fields_set, _set_extra, _set_private
     )  # fmt: skip
-    metas: list[SpillMeta] = []
+    metas: list[Any] = []
     append = metas.append
-    for sid, session, tool, call, total, lines, head_end, sha, created, flag in _good_rows(rows):
+    ids: list[str] = []
+    add_id = ids.append
+    sessions: set[str] = set()
+    add_session = sessions.add
+    flagged: list[tuple[int, dict[str, Any], int | None]] = []
+    for sid, session, tool, call, total, lines, head_end, sha, created, flag in rows:
+        add_id(sid)
+        add_session(session)
         fields = {
             "spill_id": sid, "session": session, "tool_name": tool, "tool_call_id": call,
             "total_bytes": total, "total_lines": lines,
@@ -180,22 +208,33 @@ def metas_of(base: str, rows: Sequence[Any], rare: Mapping[str, Sequence[Any]]) 
             "adopted_inode": None, "format_version": version,
         }  # fmt: skip
         if flag is not None:
-            more = rare.get(sid)
-            if more is None:
-                continue
-            fields.update(_rare_fields(head_end, more))
+            flagged.append((len(metas), fields, head_end))
+            append(None)
+            continue
         meta = new(SpillMeta)
         set_dict(meta, fields)
         set_fields_set(meta, fields_set)
         set_extra(meta, None)
         set_private(meta, None)
         append(meta)
+    removed = False
+    if flagged:
+        more = rare()
+        for position, fields, head_end in flagged:
+            found = more.get(fields["spill_id"])
+            if found is None:
+                removed = True
+            else:
+                fields.update(_rare_fields(head_end, found))
+                metas[position] = _made(fields)
+    if removed or not _well_formed(ids, sessions):
+        return _kept(metas)
     return metas
 
 
 def row_meta(base: str, row: Sequence[Any]) -> SpillMeta | None:
     """One whole row (:data:`ROW_COLUMNS`) as metadata; None if its id or session is bad."""
-    found = metas_of(base, [row[:10]], {row[0]: row[11:ROW_WIDTH]})
+    found = metas_of(base, [row[:10]], lambda: {row[0]: row[11:ROW_WIDTH]})
     return found[0] if found else None
 
 

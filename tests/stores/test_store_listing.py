@@ -103,7 +103,7 @@ def test_a_flagged_row_removed_between_the_two_queries_is_left_out(tmp_path: Pat
     with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
         rows = db.execute(f"SELECT {LIST_COLUMNS} FROM spill ORDER BY created_at").fetchall()
     assert [row[9] is not None for row in rows] == [True, False]
-    assert metas_of(store.root + "/", rows, {}) == [plain]
+    assert metas_of(store.root + "/", rows, dict) == [plain]
     assert cut.stored_ranges != ((0, 50),)
 
 
