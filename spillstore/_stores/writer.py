@@ -53,8 +53,8 @@ VIEW_BYTES: Final = 16 << 20
 """One large ``bytes`` is processed in windows of this many bytes: views, not copies,
 so their size costs no memory, and each hands the pipeline's threads a long stretch of
 work (each time a thread takes the GIL back, it may wait for the producer's thread up
-to the switch interval; with 1 MiB windows that waiting made a 100 MB put of non-ASCII
-bytes half again as slow)."""
+to the switch interval). A 100 MB put of non-ASCII bytes took 180 ms against 204 ms
+with 1 MiB windows at load 2, and 225 ms against 335-364 ms at load 4-5."""
 
 ASYNC_BATCH_BYTES: Final = 256 * 1024
 """The async writer hands chunks to its thread in batches of about this size."""
