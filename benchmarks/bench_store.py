@@ -38,6 +38,9 @@ if str(ROOT) not in sys.path:
 from benchmarks._timing import fmt, machine  # noqa: E402
 from spillstore import LocalStore  # noqa: E402
 
+WRITE_CPU: dict[str, tuple[float, float]] = {}
+"""Case -> (floor, put) median CPU seconds of :func:`bench_write`'s last run."""
+
 MB100 = 100_000_000
 GIB = 1 << 30
 CHUNK = 64 * 1024
@@ -71,15 +74,23 @@ def _floor(data: str | bytes, directory: Path, fsync: bool) -> None:
     path.unlink()
 
 
+CPU: list[float] = []
+"""CPU seconds (user + sys, every thread of this process) of each :func:`_timed` call."""
+
+
 def _timed(fn: Callable[[], object]) -> float:
     os.sync()  # start every measurement with no writeback pending from the previous one
+    cpu = time.process_time()
     start = time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    CPU.append(time.process_time() - cpu)
+    return wall
 
 
 def bench_write(size: int, directory: Path, rounds: int) -> list[tuple[str, float, float, float]]:
-    """Return (case, floor s, floor+fsync s, put s) medians for each input kind."""
+    """Return (case, floor s, floor+fsync s, put s) medians for each input kind (the CPU
+    medians of the floor and the put go to :data:`WRITE_CPU`, by case)."""
     rows = []
     for label, non_ascii in [("ASCII log", False), ("UTF-8 log", True)]:
         text = _log(size, non_ascii)
@@ -87,17 +98,22 @@ def bench_write(size: int, directory: Path, rounds: int) -> list[tuple[str, floa
         for kind, data in [("str", text), ("bytes", raw)]:
             store = LocalStore(directory / f"store-{label[:5]}-{kind}")
             floor, floor_sync, put = [], [], []
+            floor_cpu, put_cpu = [], []
             for n in range(rounds):
                 floor.append(_timed(lambda: _floor(data, directory, False)))  # noqa: B023
+                floor_cpu.append(CPU[-1])
                 t = _timed(
                     lambda: store.put(data, tool_call_id=str(n), **KW)  # noqa: B023
                 )
                 put.append(t)
+                put_cpu.append(CPU[-1])
                 store.clean("bench")
                 floor_sync.append(_timed(lambda: _floor(data, directory, True)))  # noqa: B023
+            case = f"{kind} ({label}, {len(raw) / 1e6:.0f} MB)"
+            WRITE_CPU[case] = (statistics.median(floor_cpu), statistics.median(put_cpu))
             rows.append(
                 (
-                    f"{kind} ({label}, {len(raw) / 1e6:.0f} MB)",
+                    case,
                     statistics.median(floor),
                     statistics.median(floor_sync),
                     statistics.median(put),
@@ -179,7 +195,9 @@ def bench_read(
     page = store.read_lines(meta.spill_id, first, 2000)
     assert page.first_line == first and page.last_line == first + 1999
     assert page.data.split(b"\n", 1)[0] == b"%0*d" % (line_bytes - 1, first)
+    del CPU[:]
     samples = [_timed(lambda: store.read_lines(meta.spill_id, first, 2000)) for _ in range(reads)]
+    cpu_median = statistics.median(CPU)
     assert meta.path is not None
 
     def scan() -> bytes:
@@ -213,6 +231,7 @@ def bench_read(
         "build_s": built,
         "cold_s": cold,
         "median_s": statistics.median(samples),
+        "cpu_median_s": cpu_median,
         "scan_s": statistics.median(scans),
         "first": float(first),
     }
@@ -434,17 +453,21 @@ def main_v2() -> None:
             f"{fmt(r['wall_min'])}), CPU median {fmt(r['cpu_median'])}")  # fmt: skip
     elif "--write" in sys.argv:
         say("write through LocalStore.put (retention off) vs the sequential floor, median of 5")
-        say("| input | floor | floor + fsync | put | put / floor | put / (floor + fsync) |")
-        say("|---|---|---|---|---|---|")
+        say("| input | floor | floor + fsync | put | put / floor | put / (floor + fsync) "
+            "| CPU floor / put |")  # fmt: skip
+        say("|---|---|---|---|---|---|---|")
         with tempfile.TemporaryDirectory(dir=base) as tmp:
             for case, floor, floor_sync, put in bench_write(MB100, Path(tmp), 5):
+                floor_cpu, put_cpu = WRITE_CPU[case]
                 say(f"| {case} | {fmt(floor)} | {fmt(floor_sync)} | {fmt(put)} "
-                    f"| {put / floor:.2f}x | {put / floor_sync:.2f}x |")  # fmt: skip
+                    f"| {put / floor:.2f}x | {put / floor_sync:.2f}x "
+                    f"| {fmt(floor_cpu)} / {fmt(put_cpu)} |")  # fmt: skip
     elif "--read" in sys.argv:
         with tempfile.TemporaryDirectory(dir=base) as tmp:
             result = bench_read(GIB, Path(tmp), 200)
         say("read: 2,000 lines at line 5,000,001 of a 1 GiB spill, median of 200 reads: "
-            f"{fmt(result['median_s'])}; first call (index loaded) {fmt(result['cold_s'])}; "
+            f"{fmt(result['median_s'])} (CPU {fmt(result['cpu_median_s'])}); first call (index "
+            f"loaded) {fmt(result['cold_s'])}; "
             f"scan from the start {fmt(result['scan_s'])}")  # fmt: skip
     else:
         with tempfile.TemporaryDirectory(dir=base) as tmp:

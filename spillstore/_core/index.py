@@ -34,7 +34,6 @@ __all__ = [
     "count_lines",
     "cut_head",
     "cut_tail",
-    "nth_newline",
     "validate_retention",
 ]
 
@@ -63,31 +62,6 @@ def count_lines(data: bytes) -> int:
     if not data:
         return 0
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-
-
-def nth_newline(buf: bytes, n: int, start: int = 0, end: int | None = None) -> int:
-    """Return the position of the ``n``-th (1-based) ``b"\\n"`` in ``buf[start:end]``, or -1.
-
-    Skips in C-speed ``bytes.count`` strides (4 KiB, then 256 B) before finding the
-    newline one by one, so locating a line deep in a block of short lines stays cheap.
-    """
-    if end is None:
-        end = len(buf)
-    pos = start
-    for stride in (4096, 256):
-        while pos + stride < end:
-            found = buf.count(b"\n", pos, pos + stride)
-            if found >= n:
-                break
-            n -= found
-            pos += stride
-    while n > 0:
-        pos = buf.find(b"\n", pos, end)
-        if pos < 0:
-            return -1
-        n -= 1
-        pos += 1
-    return pos - 1
 
 
 def cut_head(window: bytes, window_start: int, limit: int) -> int:

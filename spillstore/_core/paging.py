@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from spillstore._core.index import LineIndex, cut_head, nth_newline
+from spillstore._core.index import LineIndex, cut_head
+from spillstore._core.newlines import nth_newline_of
 from spillstore._core.ranges import Range, format_ranges, gaps
 from spillstore._errors import RangeNotStored
 
@@ -136,7 +137,8 @@ def _offset_after_newline(index: LineIndex, read: ReadFn, k: int) -> tuple[int |
     i = index.interval_of_newline(k)
     lo, hi = index.offsets[i], index.offsets[i + 1]
     if index.stored[i]:
-        position = nth_newline(read(lo, hi), k - index.newlines[i])
+        held = index.newlines[i + 1] - index.newlines[i]
+        position = nth_newline_of(read(lo, hi), k - index.newlines[i], held)
         return lo + position + 1, lo
     if hi - lo == 1:
         return hi, lo
@@ -181,7 +183,8 @@ def read_page(
         i = index.interval_of_newline(last_wanted)
         lo, hi = index.offsets[i], index.offsets[i + 1]
         if hi <= range_end:
-            end = lo + nth_newline(read(lo, hi), last_wanted - index.newlines[i]) + 1
+            held = index.newlines[i + 1] - index.newlines[i]
+            end = lo + nth_newline_of(read(lo, hi), last_wanted - index.newlines[i], held) + 1
             known_last = last_wanted
     stop_gap: Range | None = None
     if end == range_end and range_end < total_bytes:

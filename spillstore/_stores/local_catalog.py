@@ -30,18 +30,27 @@ import contextlib
 import errno
 import json
 import os
-import re
 import sqlite3
 import stat
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from spillstore._core.ids import SPILL_ID_PATTERN, is_session, is_spill_id
 from spillstore._errors import StoreError, UnsafeStoreRoot
+from spillstore._stores.errors import map_os_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
-from spillstore._stores.meta import META_FORMAT_VERSION, SpillMeta
+from spillstore._stores.local_rows import (
+    LIST_COLUMNS,
+    RARE_SQL,
+    ROW_COLUMNS,
+    ROW_WIDTH,
+    gc_paused,
+    metas_of,
+    rare_of,
+    row_meta,
+)
+from spillstore._stores.meta import SpillMeta
 
 __all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "Catalog", "Identity", "Tombstone"]
 
@@ -83,25 +92,22 @@ _COLUMNS: Final = (
     "head_end, tail_start, tail_end, sha256, created_at, suffix, media_notes, invalid_utf8, "
     "adopted"
 )
-_SELECT: Final = f"SELECT {_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
-_LIST: Final = f"SELECT {_COLUMNS} FROM spill"  # noqa: S608 - fixed names
+_SELECT: Final = f"SELECT {ROW_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
 _INSERT: Final = (
     f"INSERT OR IGNORE INTO spill ({_COLUMNS}, stored_bytes, dev, ino) "  # noqa: S608
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_FIELDS_SET: Final = frozenset(SpillMeta.model_fields)
-_IDS_RE: Final = re.compile(rf"(?:{SPILL_ID_PATTERN}\n)*{SPILL_ID_PATTERN}|")
-_new_meta = SpillMeta.__new__
-_set = object.__setattr__
 
 
-@contextlib.contextmanager
-def _db_errors(what: str) -> Iterator[None]:
-    try:
-        yield
-    except sqlite3.Error as exc:
+class _db_errors(map_os_errors):  # lower case: a context manager used like a function
+    """Translate ``sqlite3.Error`` into :class:`StoreError` (ENOSPC when the disk is full)."""
+
+    __slots__ = ()
+    _KIND = sqlite3.Error
+
+    def _error(self, exc: Exception) -> StoreError:
         full = "full" in str(exc).lower()
-        raise StoreError(errno.ENOSPC if full else errno.EIO, f"{what}: {exc}") from exc
+        return StoreError(errno.ENOSPC if full else errno.EIO, f"{self._action}: {exc}")
 
 
 def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
@@ -215,40 +221,11 @@ class Catalog:
     # ----------------------------------------------------------------- reading
 
     def _meta(self, row: tuple[Any, ...]) -> SpillMeta:
-        """One row (its first 16 columns) as metadata (see :meth:`_metas`)."""
-        return self._metas([row[:16]])[0]
-
-    def _metas(self, rows: builtins.list[Any]) -> builtins.list[SpillMeta]:
-        """Rows as metadata, without pydantic validation: the rows were validated when
-        inserted. Ids and sessions are checked again (they name files), in one regex
-        match for all of them; a bad row raises :class:`StoreError`."""
-        base, sep, fields_set, version = self._base, os.sep, _FIELDS_SET, META_FORMAT_VERSION
-        new, set_, loads = _new_meta, _set, json.loads
-        metas: builtins.list[SpillMeta] = []
-        append = metas.append
-        for (sid, session, tool, call, total, lines, h0, h1, t0, t1, sha, created, suffix,
-             notes, invalid, adopted) in rows:  # fmt: skip
-            meta = new(SpillMeta)
-            set_(meta, "__dict__", {
-                "spill_id": sid, "session": session, "tool_name": tool, "tool_call_id": call,
-                "total_bytes": total, "total_lines": lines,
-                "stored_ranges": () if h1 is None else ((h0, h1),) if t1 is None
-                else ((h0, h1), (t0, t1)),
-                "sha256": sha, "created_at": created, "suffix": suffix,
-                "media_notes": tuple(loads(notes)) if notes else (),
-                "invalid_utf8": invalid == 1, "path": base + session + sep + sid + ".out",
-                "adopted_inode": tuple(loads(adopted)) if adopted else None,
-                "format_version": version,
-            })  # fmt: skip
-            set_(meta, "__pydantic_fields_set__", fields_set)
-            set_(meta, "__pydantic_extra__", None)
-            set_(meta, "__pydantic_private__", None)
-            append(meta)
-        ids = "\n".join(row[0] for row in rows)
-        if not (_IDS_RE.fullmatch(ids) and all(map(is_session, {row[1] for row in rows}))):
-            bad = next(r[0] for r in rows if not (is_spill_id(r[0]) and is_session(r[1])))
-            raise StoreError(errno.EINVAL, f"the catalog row of spill {bad!r} is corrupt")
-        return metas
+        """One whole row (``_SELECT``) as metadata; a bad id or session raises StoreError."""
+        meta = row_meta(self._base, row)
+        if meta is None:
+            raise StoreError(errno.EINVAL, f"the catalog row of spill {row[0]!r} is corrupt")
+        return meta
 
     def _fresh_rows(self) -> dict[str, tuple[SpillMeta, Identity]]:
         """This thread's rows read since no other connection committed."""
@@ -271,7 +248,7 @@ class Catalog:
             row = self._conn().execute(f"{_SELECT} WHERE spill_id = ?", (spill_id,)).fetchone()
         if row is None:
             return None
-        found = (self._meta(row), (row[16], row[17]))
+        found = (self._meta(row), (row[ROW_WIDTH], row[ROW_WIDTH + 1]))
         if len(rows) >= ROW_CACHE_SIZE:
             rows.clear()
         rows[spill_id] = found
@@ -302,32 +279,18 @@ class Catalog:
 
     def list(self, session: str | None) -> builtins.list[SpillMeta]:
         """The spills of ``session`` (every session when None), oldest first; bad rows
-        skipped and reported."""
-        order = " ORDER BY created_at, spill_id"
-        with _db_errors("cannot list spills"):
-            if session is None:
-                cursor = self._conn().execute(_LIST + order)
-            else:
-                sql = f"{_LIST} WHERE session = ? ORDER BY created_at, spill_id"
-                cursor = self._conn().execute(sql, (session,))
-            rows = cursor.fetchall()
-        try:
-            return self._metas(rows)
-        except StoreError:
-            return self._list_skipping(rows)
-
-    def _list_skipping(self, rows: builtins.list[Any]) -> builtins.list[SpillMeta]:
-        import logging  # noqa: PLC0415 - only when a row is bad
-
-        metas = []
-        for row in rows:
-            try:
-                metas.append(self._meta(row))
-            except StoreError as exc:
-                logging.getLogger("spillstore").warning(
-                    "skipping a spill (spillstore check lists it): %s", exc
-                )
-        return metas
+        skipped and reported. One query of the list columns, and a second one only for
+        rows that hold more than defaults (:mod:`~spillstore._stores.local_rows`)."""
+        where, args = ("", ()) if session is None else (" WHERE session = ?", (session,))
+        sql = f"SELECT {LIST_COLUMNS} FROM spill{where} ORDER BY created_at, spill_id"  # noqa: S608
+        with _db_errors("cannot list spills"), gc_paused():
+            conn = self._conn()
+            also = "" if session is None else " AND session = ?"
+            return metas_of(
+                self._base,
+                conn.execute(sql, args),
+                lambda: rare_of(conn.execute(RARE_SQL + also, args)),
+            )
 
     def shared(self) -> dict[str, str]:
         """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""
@@ -370,8 +333,7 @@ class Catalog:
         with _db_errors("cannot look up identical spills"):
             sql = f"{_SELECT} WHERE sha256 = ? AND stored_bytes = ? AND adopted IS NULL LIMIT 4"
             rows = self._conn().execute(sql, (meta.sha256, meta.stored_bytes)).fetchall()
-        metas = self._metas([row[:16] for row in rows])
-        found = [(meta, (row[16], row[17])) for meta, row in zip(metas, rows, strict=True)]
+        found = [(self._meta(row), (row[ROW_WIDTH], row[ROW_WIDTH + 1])) for row in rows]
         return [(m, ident) for m, ident in found if m.stored_ranges == meta.stored_ranges]
 
     # ----------------------------------------------------------------- writing

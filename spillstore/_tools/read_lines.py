@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from itertools import accumulate, repeat
 from operator import add
 
-from spillstore._core.index import LineIndex, nth_newline
+from spillstore._core.index import LineIndex
+from spillstore._core.newlines import nth_newline
 from spillstore._core.paging import LinePage
 from spillstore._core.ranges import Range, format_lines, gaps
 from spillstore._core.utf8 import utf8_size

@@ -11,9 +11,9 @@ from spillstore._core.index import (
     LineIndex,
     RetentionCut,
     count_lines,
-    nth_newline,
     validate_retention,
 )
+from spillstore._core.newlines import nth_newline, nth_newline_of
 from spillstore._errors import ConfigError
 from tests.strategies import chunks, retention_limits, spill_outputs
 
@@ -67,6 +67,24 @@ def test_nth_newline_matches_naive(data: bytes, n: int, lo: int, span: int) -> N
     positions = [i for i in range(lo, hi) if data[i] == 0x0A]
     expected = positions[n - 1] if len(positions) >= n else -1
     assert nth_newline(data, n, lo, hi) == expected
+
+
+@given(
+    lines=st.lists(st.integers(0, 5000), min_size=1, max_size=600),
+    width=st.sampled_from([3, 50, 150, 400, 5000]),
+    tail=st.integers(0, 300),
+    pick=st.floats(0, 1),
+)
+def test_nth_newline_of_a_block_matches_naive(
+    lines: list[int], width: int, tail: int, pick: float
+) -> None:
+    """Given how many newlines a block holds, the guess-and-step search finds the same
+    newline as counting one by one, for short, long and very unequal lines."""
+    data = b"".join(b"x" * (size % (width + 1)) + b"\n" for size in lines) + b"y" * tail
+    positions = [i for i, byte in enumerate(data) if byte == 0x0A]
+    n = 1 + int(pick * (len(positions) - 1))
+    assert nth_newline_of(data, n, len(positions)) == positions[n - 1]
+    assert nth_newline_of(data, len(positions) + 1, len(positions)) == -1
 
 
 @given(data=spill_outputs, limits=retention_limits())

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import spillstore._core.index as index_module
 import spillstore._stores.pipeline as pipeline_module
+import spillstore._stores.writer as writer_module
 from spillstore._core.index import count_lines
 from spillstore._errors import RangeNotStored, StoreError, UsageError
 from spillstore._stores.base import Store
@@ -191,16 +192,27 @@ def _measure_of(data: bytes) -> tuple[str, int, int, bool]:
     threaded_past=st.sampled_from([0, 7, 1 << 20]),
     batch=st.sampled_from([1, 5, 64]),
     cap=st.sampled_from([None, 64, 1_000]),
+    windows=st.sampled_from([(1 << 20, 16 << 20), (16, 3), (16, 40)]),
 )
 def test_a_failed_writer_hands_over_the_exact_measure_of_what_it_took(
-    data: bytes, cuts: list[int], room: int | None, threaded_past: int, batch: int, cap: int | None
+    data: bytes,
+    cuts: list[int],
+    room: int | None,
+    threaded_past: int,
+    batch: int,
+    cap: int | None,
+    windows: tuple[int, int],
 ) -> None:
     """Whenever the store fails (a write, from the hash/write threads or inline, or the
     publish), the writer's measure covers exactly the bytes it took, and continued with
-    the rest it equals the whole output's sha256, size, newlines and UTF-8 validity."""
+    the rest it equals the whole output's sha256, size, newlines and UTF-8 validity.
+    Also when a large bytes chunk is taken in windows (``windows``: the size above
+    which a chunk is large, and the window's size)."""
     with (
         mock.patch.object(pipeline_module, "PIPELINE_MIN_BYTES", threaded_past),
         mock.patch.object(pipeline_module, "PIPELINE_BATCH_BYTES", batch),
+        mock.patch.object(writer_module, "PIECE_BYTES", windows[0]),
+        mock.patch.object(writer_module, "VIEW_BYTES", windows[1]),
     ):
         writer = SpillWriter(
             _SinkFailingAt(room),
