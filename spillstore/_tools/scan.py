@@ -29,6 +29,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import sub
 from typing import Any
 
 from spillstore._core.index import INDEX_BLOCK_BYTES, LineIndex
@@ -256,11 +258,12 @@ def render_plain(
 ) -> tuple[int, int, int, bool]:
     """Render matching lines as ``<head><line>:<text>\\n`` into ``pieces``: grep -n's job.
 
-    The loop of :func:`iter_hits` fused with the formatting, because listing every one
-    of 35,000 matches pays this loop body 35,000 times: one search, one ``rfind``, one
-    ``find``, one ``count`` and one ``%``-format per hit, no generator and no per-hit
-    objects besides the output line. Skipped hits (``skip``) are not numbered. A line
-    over ``column_bytes`` is rendered by ``long_line(line, start, end, match_start)``.
+    Listing every one of 35,000 matches pays the per-hit work 35,000 times, so it runs in
+    batches: a tight loop finds a batch of hits (:func:`_collector`), then each step over
+    the batch is one comprehension of C calls: the line starts (``rfind``), the line
+    numbers (:class:`_Numbering`), and one ``%``-format a line. Skipped hits (``skip``)
+    are not numbered. A line over ``column_bytes`` is rendered by
+    ``long_line(line, start, end, match_start)``.
 
     Returns:
         ``(seen, shown, used, more)``: hits seen (skipped ones included), lines added,
@@ -273,79 +276,176 @@ def render_plain(
     pos, seen = lo, 0
     if skip:
         pos, seen = _skip(hay, matcher, skip)
-    needle = matcher.needle
-    raw, anchor = matcher.raw, matcher.anchor
-    size = len(needle) if needle is not None else 0
-    find, rfind = buf.find, buf.rfind
-    is_bytes = isinstance(buf, bytes)
-    offsets, newline_counts = index.offsets, index.newlines
-    last_interval = len(offsets) - 2
-    shift = hay.origin - lo
     cap = hi if limit is None else limit  # shown can never reach hi: one hit a byte at most
     form = head + b"%d:%b\n"  # head is a spill id and a colon: no % in it
+    rfind = buf.rfind
+    collect = _collector(hay, matcher)
+    numbering = _Numbering(hay, index)
     shown = used = 0
-    known = -1
-    newlines = 0
-    dense = False
-    filtered = searcher(matcher, buf) if matcher.prefilter is not None else None
-    to_line_end = matcher.to_line_end
-    valid = hay.valid_utf8
+    most = _FIRST_BATCH
     while pos < hi:
-        line_end = -1
-        if filtered is not None:
-            match_start, match_end = filtered(pos, hi)
-            if match_start < 0:
-                break
-        elif dense:
-            match_start = find(needle, pos, hi)  # type: ignore[arg-type]
-            if match_start < 0:
-                break
-            match_end = match_start + size
-        elif to_line_end is not None:
-            match_start, line_end = to_line_end(anchor, buf, pos, hi)[0]
-            if match_start < 0:
-                break
-            match_end = line_end
-            if not valid and line_end < hi and buf[line_end] != _NEWLINE:  # invalid UTF-8
-                line_end = -1
-        else:
-            match_start, match_end = raw(anchor, buf, pos, hi)[0]
-            if match_start < 0:
-                break
-        if needle is not None:
-            dense = match_start - pos < DENSE_GAP_BYTES
-        newline = rfind(b"\n", lo, match_start)
-        line_start = newline + 1 if newline >= 0 else lo
-        if line_start >= hi:
+        starts, ends, pos = collect(pos, min(cap - shown + 1, most))
+        most = min(2 * most, _MOST_BATCH)
+        line_starts = [rfind(b"\n", lo, start) + 1 or lo for start in starts]
+        if line_starts and line_starts[-1] >= hi:  # an empty match after the final newline
+            del starts[-1], ends[-1], line_starts[-1]
+        if not starts:
             break
-        if line_end < 0:
-            line_end = find(b"\n", match_start, hi)
-            if line_end < 0:
-                line_end = hi
-        pos = line_end + 1 if line_end + 1 > match_end else match_end
-        if shown >= cap:
-            return seen + shown + 1, shown, used, True
-        if known < 0 or line_start - known > INDEX_BLOCK_BYTES:
-            interval = min(bisect_right(offsets, line_start + shift) - 1, last_interval)
-            known = offsets[interval] - shift
-            newlines = newline_counts[interval]
-        if is_bytes:
-            newlines += buf.count(b"\n", known, line_start)  # type: ignore[union-attr]
-        elif line_start > known:
-            newlines += buf[known:line_start].count(b"\n")
-        if line_end - line_start <= column_bytes:
-            piece = form % (newlines + 1, buf[line_start:line_end])
+        over = len(starts) > cap - shown  # the last hit is past the limit: not shown
+        if over:
+            del starts[-1], ends[-1], line_starts[-1]
+            if not starts:
+                return seen + shown + 1, shown, used, True
+        numbers = numbering.number(line_starts, ends)
+        if max(map(sub, ends, line_starts)) <= column_bytes:
+            new = [form % (n, buf[a:b]) for n, a, b in zip(numbers, line_starts, ends, strict=True)]
         else:
-            piece = long_line(newlines + 1, line_start, line_end, match_start)
-        if used + len(piece) > budget:
+            new = [
+                form % (n, buf[a:b]) if b - a <= column_bytes else long_line(n, a, b, start)
+                for n, a, b, start in zip(numbers, line_starts, ends, starts, strict=True)
+            ]
+        size = sum(map(len, new))
+        if used + size > budget:  # the first line that does not fit ends the page
+            fit = bisect_right(list(accumulate(map(len, new), initial=used)), budget) - 1
+            pieces += new[:fit]
+            used += sum(map(len, new[:fit]))
+            return seen + shown + fit + 1, shown + fit, used, True
+        pieces += new
+        shown += len(new)
+        used += size
+        if over:
             return seen + shown + 1, shown, used, True
-        used += len(piece)
-        pieces.append(piece)
-        shown += 1
-        # The shown line holds no newline but the one that ends it: count from there.
-        known = line_end + 1
-        newlines += 1
     return seen + shown, shown, used, False
+
+
+_FIRST_BATCH = 64
+"""Hits found in a batch at first (the page may hold few); it doubles up to the most."""
+
+_MOST_BATCH = 4096
+"""The most hits found in one batch."""
+
+BATCH_BYTES = 1 << 20
+"""A batch ends at the first hit this far past its start (bounds a copy for counting)."""
+
+
+def _collector(
+    hay: Haystack, matcher: Matcher
+) -> Callable[[int, int], tuple[list[int], list[int], int]]:
+    """Return ``collect(pos, most) -> (match starts, line ends, where to go on)``.
+
+    At most ``most`` hits, ending at the first past :data:`BATCH_BYTES` from ``pos``.
+    For a pattern that cannot span a line, on valid UTF-8, one RE2 call a hit gives the
+    match and its line end; while a literal's hits are dense (less than
+    :data:`DENSE_GAP_BYTES` apart on average), and for any other pattern,
+    :func:`searcher` finds each match and ``find`` its line end.
+    """
+    buf, hi = hay.buf, hay.hi
+    search = searcher(matcher, buf)
+    find = buf.find
+    to_line_end, anchor = matcher.to_line_end, matcher.anchor
+    fast = to_line_end is not None and matcher.prefilter is None and hay.valid_utf8
+    literal = matcher.needle is not None
+    dense = False
+
+    def collect(pos: int, most: int) -> tuple[list[int], list[int], int]:
+        nonlocal dense
+        starts: list[int] = []
+        ends: list[int] = []
+        add_start, add_end = starts.append, ends.append
+        first, stop = pos, min(pos + BATCH_BYTES, hi - 1)
+        if fast and not dense:
+            for _ in range(most):
+                start, line_end = to_line_end(anchor, buf, pos, hi)[0]  # type: ignore[misc]
+                if start < 0:
+                    return starts, ends, hi
+                add_start(start)
+                add_end(line_end)
+                pos = line_end + 1
+                if pos > stop:
+                    break
+        else:
+            for _ in range(most):
+                start, match_end = search(pos, hi)
+                if start < 0:
+                    return starts, ends, hi
+                line_end = find(b"\n", start, hi)
+                if line_end < 0:
+                    line_end = hi
+                add_start(start)
+                add_end(line_end)
+                pos = line_end + 1 if line_end + 1 > match_end else match_end
+                if pos > stop:
+                    break
+        dense = literal and pos - first < DENSE_GAP_BYTES * len(starts)
+        return starts, ends, pos
+
+    return collect
+
+
+class _Numbering:
+    """Line numbers of a haystack's hits, batch by batch, in order.
+
+    Each hit counts the newlines since the previous hit's line end, or since the nearest
+    index checkpoint when that is closer (more than an index block away). A dense batch
+    counts with one comprehension of ``count`` calls (on an ``mmap``, in one copy of the
+    batch's bytes); a sparse one hit by hit, jumping to checkpoints.
+    """
+
+    __slots__ = ("buf", "known", "last_interval", "newline_counts", "newlines", "offsets", "shift")
+
+    def __init__(self, hay: Haystack, index: LineIndex) -> None:
+        self.buf = hay.buf
+        self.offsets, self.newline_counts = index.offsets, index.newlines
+        self.last_interval = len(index.offsets) - 2
+        self.shift = hay.origin - hay.lo  # original offset = physical offset + shift
+        self.known = -1  # a physical offset whose newline count is known ...
+        self.newlines = 0  # ... and that count (newlines before it, from the original start)
+
+    def _checkpoint(self, line_start: int) -> tuple[int, int]:
+        """The nearest checkpoint at or before ``line_start``: (physical offset, newlines)."""
+        interval = min(bisect_right(self.offsets, line_start + self.shift) - 1, self.last_interval)
+        return self.offsets[interval] - self.shift, self.newline_counts[interval]
+
+    def number(self, line_starts: list[int], line_ends: list[int]) -> list[int]:
+        """The 1-based line numbers of hits whose lines are ``[line_starts[i], line_ends[i])``."""
+        buf, known, newlines = self.buf, self.known, self.newlines
+        if known < 0 or line_starts[0] - known > INDEX_BLOCK_BYTES:
+            known, newlines = self._checkpoint(line_starts[0])
+        last = line_starts[-1]
+        if last - known > INDEX_BLOCK_BYTES * len(line_starts):  # sparse: hit by hit
+            numbers = []
+            for line_start, line_end in zip(line_starts, line_ends, strict=True):
+                if line_start - known > INDEX_BLOCK_BYTES:
+                    known, newlines = self._checkpoint(line_start)
+                newlines += _count(buf, known, line_start)
+                numbers.append(newlines + 1)
+                known = line_end  # the line holds no newline but the one at its end
+        else:
+            # From each previous line end (its newline counted) to the next line start.
+            previous = [known, *line_ends[:-1]]
+            if isinstance(buf, bytes):
+                gaps = list(map(buf.count, repeat(b"\n"), previous, line_starts))
+            else:  # mmap has no count: one copy of the batch's bytes
+                chunk = buf[known:last]
+                gaps = list(
+                    map(
+                        chunk.count,
+                        repeat(b"\n"),
+                        map(sub, previous, repeat(known)),
+                        map(sub, line_starts, repeat(known)),
+                    )
+                )
+            gaps[0] += newlines + 1
+            numbers = list(accumulate(gaps))
+        self.known, self.newlines = line_ends[-1], numbers[-1] - 1
+        return numbers
+
+
+def _count(buf: Buffer, start: int, end: int) -> int:
+    """The newlines in ``buf[start:end]`` (empty when ``end <= start``)."""
+    if isinstance(buf, bytes):
+        return buf.count(b"\n", start, end)
+    return buf[start:end].count(b"\n") if end > start else 0
 
 
 def _skip(hay: Haystack, matcher: Matcher, count: int) -> tuple[int, int]:
