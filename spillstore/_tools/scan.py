@@ -46,8 +46,6 @@ __all__ = [
     "searcher",
 ]
 
-_NEWLINE = 0x0A
-
 DENSE_GAP_BYTES = 1600
 """Below this gap between hits, ``find`` beats an RE2 call for a literal (measured)."""
 
@@ -205,42 +203,10 @@ def iter_hits(hay: Haystack, matcher: Matcher, index: LineIndex | None) -> Itera
 def count_matching_lines(hay: Haystack, matcher: Matcher, *, stop_after: int | None = None) -> int:
     """Return how many lines of one stored range match (at most ``stop_after``).
 
-    The hot loop of count mode (grep -c's job): one RE2 call per matching line, for
-    ``(?:pattern)[^\\n]*\\n?``, whose match ends where the next line starts.
+    Count mode's loop (grep -c's job): the hits are found in batches, as for a listing
+    (:func:`_collector`), and only counted.
     """
-    buf, lo, hi = hay.buf, hay.lo, hay.hi
-    if hi <= lo:
-        return 0
-    to_next_line, anchor = matcher.to_next_line, matcher.anchor
-    if to_next_line is None or matcher.prefilter is not None:
-        count = 0
-        for _ in iter_hits(hay, matcher, None):
-            count += 1
-            if stop_after is not None and count >= stop_after:
-                break
-        return count
-    valid = hay.valid_utf8
-    find, rfind = buf.find, buf.rfind
-    limit = hi if stop_after is None else stop_after
-    count = 0
-    pos = lo
-    while pos < hi:
-        start, pos = to_next_line(anchor, buf, pos, hi)[0]
-        if start < 0:
-            break
-        if start >= hi and rfind(b"\n", lo, start) + 1 >= hi:
-            break  # an empty match after the final newline: not a line
-        count += 1
-        if count >= limit:
-            break
-        if not valid and pos < hi and buf[pos - 1] != _NEWLINE:  # stopped at invalid UTF-8
-            pos = find(b"\n", pos, hi)
-            if pos < 0:
-                break
-            pos += 1
-        elif pos == start:  # an empty match at the very end of the range
-            break
-    return count
+    return _pass_over(hay, matcher, stop_after)[1]
 
 
 def render_plain(
@@ -275,7 +241,7 @@ def render_plain(
         return 0, 0, 0, False
     pos, seen = lo, 0
     if skip:
-        pos, seen = _skip(hay, matcher, skip)
+        pos, seen = _pass_over(hay, matcher, skip)
     cap = hi if limit is None else limit  # shown can never reach hi: one hit a byte at most
     form = head + b"%d:%b\n"  # head is a spill id and a colon: no % in it
     rfind = buf.rfind
@@ -290,7 +256,7 @@ def render_plain(
         if line_starts and line_starts[-1] >= hi:  # an empty match after the final newline
             del starts[-1], ends[-1], line_starts[-1]
         if not starts:
-            break
+            continue  # none in this batch (it ended at a miss): go on from pos
         over = len(starts) > cap - shown  # the last hit is past the limit: not shown
         if over:
             del starts[-1], ends[-1], line_starts[-1]
@@ -333,29 +299,52 @@ def _collector(
 ) -> Callable[[int, int], tuple[list[int], list[int], int]]:
     """Return ``collect(pos, most) -> (match starts, line ends, where to go on)``.
 
-    At most ``most`` hits, ending at the first past :data:`BATCH_BYTES` from ``pos``.
-    For a pattern that cannot span a line, on valid UTF-8, one RE2 call a hit gives the
-    match and its line end; while a literal's hits are dense (less than
-    :data:`DENSE_GAP_BYTES` apart on average), and for any other pattern,
-    :func:`searcher` finds each match and ``find`` its line end.
+    At most ``most`` hits, ending at the first past :data:`BATCH_BYTES` from ``pos``; an
+    empty match at the end of the range is among them (the caller drops it). For a
+    pattern that cannot span a line, on valid UTF-8, one RE2 call a hit gives the match
+    and its line end (for a literal, from its rarest character: :attr:`Matcher.lead`,
+    given up after :data:`_LEAD_MISSES` misses when the lead mostly fails). While a
+    literal's hits are dense (less than :data:`DENSE_GAP_BYTES` apart on average), and
+    for any other pattern, :func:`searcher` finds each match and ``find`` its line end.
     """
     buf, hi = hay.buf, hay.hi
     search = searcher(matcher, buf)
     find = buf.find
-    to_line_end, anchor = matcher.to_line_end, matcher.anchor
-    fast = to_line_end is not None and matcher.prefilter is None and hay.valid_utf8
+    anchor, lead, size = matcher.anchor, matcher.lead, len(matcher.lead)
+    program = matcher.rare_line_end if size else matcher.to_line_end
+    fast = program is not None and matcher.prefilter is None and hay.valid_utf8
     literal = matcher.needle is not None
     dense = False
+    misses = found = 0
 
     def collect(pos: int, most: int) -> tuple[list[int], list[int], int]:
-        nonlocal dense
+        nonlocal dense, misses, found, program, size
         starts: list[int] = []
         ends: list[int] = []
         add_start, add_end = starts.append, ends.append
         first, stop = pos, min(pos + BATCH_BYTES, hi - 1)
-        if fast and not dense:
+        if fast and not dense and size:
             for _ in range(most):
-                start, line_end = to_line_end(anchor, buf, pos, hi)[0]  # type: ignore[misc]
+                start, line_end = program(anchor, buf, pos + size, hi)[0]  # type: ignore[misc]
+                if start < 0:
+                    return starts, ends, hi
+                start -= size
+                if buf[start : start + size] != lead:  # the rest of the literal, alone
+                    misses += 1
+                    pos = start + 1
+                    if misses > _LEAD_MISSES and misses > found:
+                        program, size = matcher.to_line_end, 0
+                        return starts, ends, pos
+                    continue
+                add_start(start)
+                add_end(line_end)
+                pos = line_end + 1
+                if pos > stop:
+                    break
+            found += len(starts)
+        elif fast and not dense:
+            for _ in range(most):
+                start, line_end = program(anchor, buf, pos, hi)[0]  # type: ignore[misc]
                 if start < 0:
                     return starts, ends, hi
                 add_start(start)
@@ -380,6 +369,11 @@ def _collector(
         return starts, ends, pos
 
     return collect
+
+
+_LEAD_MISSES = 64
+"""Misses (the rest of a literal without its lead) a search takes before it gives up
+searching from the rarest character, once they outnumber the hits."""
 
 
 class _Numbering:
@@ -448,22 +442,17 @@ def _count(buf: Buffer, start: int, end: int) -> int:
     return buf[start:end].count(b"\n") if end > start else 0
 
 
-def _skip(hay: Haystack, matcher: Matcher, count: int) -> tuple[int, int]:
-    """Pass over ``count`` matching lines; return where to go on and how many there were."""
-    buf, lo, hi = hay.buf, hay.lo, hay.hi
-    search = searcher(matcher, buf)
-    find, rfind = buf.find, buf.rfind
-    pos = lo
-    skipped = 0
-    while skipped < count and pos < hi:
-        match_start, match_end = search(pos, hi)
-        if match_start < 0:
-            break
-        if match_start >= hi and rfind(b"\n", lo, match_start) + 1 >= hi:
-            break  # an empty match after the final newline: not a line
-        line_end = find(b"\n", match_start, hi)
-        if line_end < 0:
-            line_end = hi
-        pos = line_end + 1 if line_end + 1 > match_end else match_end
-        skipped += 1
-    return pos, skipped
+def _pass_over(hay: Haystack, matcher: Matcher, most: int | None) -> tuple[int, int]:
+    """Pass over matching lines (at most ``most``); return where to go on and how many."""
+    lo, hi = hay.lo, hay.hi
+    collect = _collector(hay, matcher)
+    rfind = hay.buf.rfind
+    pos, passed = lo, 0
+    batch = _FIRST_BATCH
+    while pos < hi and (most is None or passed < most):
+        starts, _, pos = collect(pos, batch if most is None else min(batch, most - passed))
+        passed += len(starts)
+        if starts and rfind(b"\n", lo, starts[-1]) + 1 >= hi:
+            return hi, passed - 1  # an empty match after the final newline: not a line
+        batch = min(2 * batch, _MOST_BATCH)
+    return pos, passed

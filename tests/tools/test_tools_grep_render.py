@@ -14,7 +14,7 @@ from spillstore._core.index import LineIndex
 from spillstore._stores.memory import MemoryStore
 from spillstore._tools import scan
 from spillstore._tools.regex import Buffer, Matcher, compile_pattern
-from spillstore._tools.scan import Haystack, iter_hits, render_plain
+from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
 
 _STORE = MemoryStore()
 
@@ -93,10 +93,11 @@ _LINES = st.one_of(
             b"Needle " + b"z" * 300 + b"\n",  # over the column cap
             b"ends with Needle",  # no newline (only at the end, below)
             b"Need\nle split\n",
+            b"idle " * 70 + b"\n",  # the rest of "eedle" without its lead, many times
         ]
     ),
 )
-_PATTERNS = ["Needle", "Ne+dle", "dle$", "^$", "^", "dle\\n", "x*", "le", "e"]
+_PATTERNS = ["Needle", "eedle", "a Needle", "Ne+dle", "dle$", "^$", "^", "dle\\n", "x*", "le", "e"]
 
 
 @settings(max_examples=250, deadline=None)
@@ -119,6 +120,17 @@ _PATTERNS = ["Needle", "Ne+dle", "dle$", "^$", "^", "dle\\n", "x*", "le", "e"]
     head=b"",
     column=4096,
     skip=1,
+    limit=None,
+    budget=1 << 30,
+)
+@example(  # the rest of a literal without its lead, until it is searched whole
+    lines=[b"idle " * 70 + b"\n", b"a Needle here\n"] * 2,
+    pattern="eedle",
+    as_mmap=False,
+    small=True,
+    head=b"",
+    column=4096,
+    skip=0,
     limit=None,
     budget=1 << 30,
 )
@@ -154,4 +166,6 @@ def test_the_batched_listing_is_the_hit_by_hit_listing(
                 long_line=_long_line,
                 **options,  # type: ignore[arg-type]
             )
+            counted = count_matching_lines(hay, matcher)
+        assert counted == len(list(iter_hits(hay, matcher, None)))
     assert (got, pieces) == expected
