@@ -29,7 +29,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 from operator import sub
 from typing import Any
 
@@ -263,22 +263,28 @@ def render_plain(
             if not starts:
                 return seen + shown + 1, shown, used, True
         numbers = numbering.number(line_starts, ends)
-        if max(map(sub, ends, line_starts)) <= column_bytes:
-            new = [form % (n, buf[a:b]) for n, a, b in zip(numbers, line_starts, ends, strict=True)]
-        else:
+        block = b""
+        if max(map(sub, ends, line_starts)) <= column_bytes:  # one format for the batch
+            lines = [buf[a:b] for a, b in zip(line_starts, ends, strict=True)]
+            block = (form * len(lines)) % tuple(
+                chain.from_iterable(zip(numbers, lines, strict=True))
+            )
+        if block and used + len(block) <= budget:
+            pieces.append(block)
+        else:  # a long line, or the page fills up: line by line
             new = [
                 form % (n, buf[a:b]) if b - a <= column_bytes else long_line(n, a, b, start)
                 for n, a, b, start in zip(numbers, line_starts, ends, starts, strict=True)
             ]
-        size = sum(map(len, new))
-        if used + size > budget:  # the first line that does not fit ends the page
-            fit = bisect_right(list(accumulate(map(len, new), initial=used)), budget) - 1
-            pieces += new[:fit]
-            used += sum(map(len, new[:fit]))
-            return seen + shown + fit + 1, shown + fit, used, True
-        pieces += new
-        shown += len(new)
-        used += size
+            block = b"".join(new)
+            if used + len(block) > budget:  # the first line that does not fit ends the page
+                fit = bisect_right(list(accumulate(map(len, new), initial=used)), budget) - 1
+                pieces += new[:fit]
+                used += sum(map(len, new[:fit]))
+                return seen + shown + fit + 1, shown + fit, used, True
+            pieces += new
+        shown += len(numbers)
+        used += len(block)
         if over:
             return seen + shown + 1, shown, used, True
     return seen + shown, shown, used, False

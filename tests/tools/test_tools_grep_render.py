@@ -168,4 +168,4 @@ def test_the_batched_listing_is_the_hit_by_hit_listing(
             )
             counted = count_matching_lines(hay, matcher)
         assert counted == len(list(iter_hits(hay, matcher, None)))
-    assert (got, pieces) == expected
+    assert (got, b"".join(pieces)) == (expected[0], b"".join(expected[1]))
