@@ -130,12 +130,9 @@ def _floor_loops(data: bytes) -> tuple[Callable[[], int], Callable[[], int], Cal
     before, the whole literal) and counting every newline (one ``bytes.count``, the
     fastest count the stdlib has)."""
     matcher = compile_pattern(WORD)
-    program, rare, anchor, lead = (
-        matcher.to_line_end,
-        matcher.rare_line_end,
-        matcher.anchor,
-        matcher.lead,
-    )
+    program, anchor = matcher.to_line_end, matcher.anchor
+    rare = getattr(matcher, "rare_line_end", None) or program  # (before session 5: none)
+    lead = getattr(matcher, "lead", b"")
     assert program is not None and rare is not None
     size = len(lead)
 

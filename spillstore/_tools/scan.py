@@ -42,6 +42,7 @@ from operator import sub
 from typing import Any
 
 from spillstore._core.index import INDEX_BLOCK_BYTES, LineIndex
+from spillstore._tools.grep_numbers import LineNumbers
 from spillstore._tools.regex import Buffer, Matcher, RawMatch
 
 __all__ = [
@@ -236,11 +237,12 @@ def render_plain(
     batches: a tight loop finds a batch of hits (:func:`_collector`; 64 at first, the
     page may hold few, then twice as many each time), then each step over the batch is
     one comprehension of C calls: the line starts (``rfind``) and the line numbers
-    (:class:`_Numbering`); the lines are one ``%``-format of the whole batch, added as
-    one piece (so a piece may hold many lines). When a line is over ``column_bytes``
-    (rendered by ``long_line(line, start, end, match_start)``) or the batch does not fit
-    in ``budget``, the batch is rendered line by line, and the first line that does not
-    fit ends the page. Skipped hits (``skip``) are not numbered.
+    (:class:`~spillstore._tools.grep_numbers.LineNumbers`); the lines are one
+    ``%``-format of the whole batch, added as one piece (so a piece may hold many
+    lines). When a line is over ``column_bytes`` (rendered by ``long_line(line, start,
+    end, match_start)``) or the batch does not fit in ``budget``, the batch is rendered
+    line by line, and the first line that does not fit ends the page. Skipped hits
+    (``skip``) are not numbered.
 
     Returns:
         ``(seen, shown, used, more)``: hits seen (skipped ones included), lines added,
@@ -257,48 +259,50 @@ def render_plain(
     form = head + b"%d:%b\n"  # head is a spill id and a colon: no % in it
     rfind = buf.rfind
     collect = _collector(hay, matcher)
-    numbering = _Numbering(hay, index)
-    shown = used = 0
-    most = _FIRST_BATCH
-    while pos < hi:
-        starts, ends, pos = collect(pos, min(cap - shown + 1, most))
-        most = min(2 * most, _MOST_BATCH)
-        line_starts = [at + 1 or lo for at in map(rfind, repeat(b"\n"), repeat(lo), starts)]
-        if line_starts and line_starts[-1] >= hi:  # an empty match after the final newline
-            del starts[-1], ends[-1], line_starts[-1]
-        if not starts:
-            continue  # none in this batch (it ended at a miss): go on from pos
-        over = len(starts) > cap - shown  # the last hit is past the limit: not shown
-        if over:
-            del starts[-1], ends[-1], line_starts[-1]
+    with LineNumbers(
+        hay.buf, hay.origin - hay.lo, index
+    ) as numbering:  # it may hold a view of an mmap
+        shown = used = 0
+        most = _FIRST_BATCH
+        while pos < hi:
+            starts, ends, pos = collect(pos, min(cap - shown + 1, most))
+            most = min(2 * most, _MOST_BATCH)
+            line_starts = [at + 1 or lo for at in map(rfind, repeat(b"\n"), repeat(lo), starts)]
+            if line_starts and line_starts[-1] >= hi:  # an empty match after the final newline
+                del starts[-1], ends[-1], line_starts[-1]
             if not starts:
+                continue  # none in this batch (it ended at a miss): go on from pos
+            over = len(starts) > cap - shown  # the last hit is past the limit: not shown
+            if over:
+                del starts[-1], ends[-1], line_starts[-1]
+                if not starts:
+                    return seen + shown + 1, shown, used, True
+            numbers = numbering.number(line_starts, ends)
+            block = b""
+            if max(map(sub, ends, line_starts)) <= column_bytes:  # one format for the batch
+                lines = [buf[a:b] for a, b in zip(line_starts, ends, strict=True)]
+                block = (form * len(lines)) % tuple(
+                    chain.from_iterable(zip(numbers, lines, strict=True))
+                )
+            if block and used + len(block) <= budget:
+                pieces.append(block)
+            else:  # a long line, or the page fills up: line by line
+                new = [
+                    form % (n, buf[a:b]) if b - a <= column_bytes else long_line(n, a, b, start)
+                    for n, a, b, start in zip(numbers, line_starts, ends, starts, strict=True)
+                ]
+                block = b"".join(new)
+                if used + len(block) > budget:  # the first line that does not fit ends the page
+                    fit = bisect_right(list(accumulate(map(len, new), initial=used)), budget) - 1
+                    pieces += new[:fit]
+                    used += sum(map(len, new[:fit]))
+                    return seen + shown + fit + 1, shown + fit, used, True
+                pieces += new
+            shown += len(numbers)
+            used += len(block)
+            if over:
                 return seen + shown + 1, shown, used, True
-        numbers = numbering.number(line_starts, ends)
-        block = b""
-        if max(map(sub, ends, line_starts)) <= column_bytes:  # one format for the batch
-            lines = [buf[a:b] for a, b in zip(line_starts, ends, strict=True)]
-            block = (form * len(lines)) % tuple(
-                chain.from_iterable(zip(numbers, lines, strict=True))
-            )
-        if block and used + len(block) <= budget:
-            pieces.append(block)
-        else:  # a long line, or the page fills up: line by line
-            new = [
-                form % (n, buf[a:b]) if b - a <= column_bytes else long_line(n, a, b, start)
-                for n, a, b, start in zip(numbers, line_starts, ends, starts, strict=True)
-            ]
-            block = b"".join(new)
-            if used + len(block) > budget:  # the first line that does not fit ends the page
-                fit = bisect_right(list(accumulate(map(len, new), initial=used)), budget) - 1
-                pieces += new[:fit]
-                used += sum(map(len, new[:fit]))
-                return seen + shown + fit + 1, shown + fit, used, True
-            pieces += new
-        shown += len(numbers)
-        used += len(block)
-        if over:
-            return seen + shown + 1, shown, used, True
-    return seen + shown, shown, used, False
+        return seen + shown, shown, used, False
 
 
 _FIRST_BATCH = 64
@@ -391,65 +395,6 @@ def _collector(
 _LEAD_MISSES = 64
 """Misses (the rest of a literal without its lead) a search takes before it gives up
 searching from the rarest character, once they outnumber the hits."""
-
-
-class _Numbering:
-    """Line numbers of a haystack's hits, batch by batch, in order.
-
-    Each hit counts the newlines since the previous hit's line end, or since the nearest
-    index checkpoint when that is closer (more than an index block away). A dense batch
-    counts with one comprehension of ``count`` calls (on an ``mmap``, of a slice a hit:
-    one copy of a whole batch, in fresh memory, cost more in page faults here); a sparse
-    one hit by hit, jumping to checkpoints.
-    """
-
-    __slots__ = ("buf", "known", "last_interval", "newline_counts", "newlines", "offsets", "shift")
-
-    def __init__(self, hay: Haystack, index: LineIndex) -> None:
-        self.buf = hay.buf
-        self.offsets, self.newline_counts = index.offsets, index.newlines
-        self.last_interval = len(index.offsets) - 2
-        self.shift = hay.origin - hay.lo  # original offset = physical offset + shift
-        self.known = -1  # a physical offset whose newline count is known ...
-        self.newlines = 0  # ... and that count (newlines before it, from the original start)
-
-    def _checkpoint(self, line_start: int) -> tuple[int, int]:
-        """The nearest checkpoint at or before ``line_start``: (physical offset, newlines)."""
-        interval = min(bisect_right(self.offsets, line_start + self.shift) - 1, self.last_interval)
-        return self.offsets[interval] - self.shift, self.newline_counts[interval]
-
-    def number(self, line_starts: list[int], line_ends: list[int]) -> list[int]:
-        """The 1-based line numbers of hits whose lines are ``[line_starts[i], line_ends[i])``."""
-        buf, known, newlines = self.buf, self.known, self.newlines
-        if known < 0 or line_starts[0] - known > INDEX_BLOCK_BYTES:
-            known, newlines = self._checkpoint(line_starts[0])
-        last = line_starts[-1]
-        if last - known > INDEX_BLOCK_BYTES * len(line_starts):  # sparse: hit by hit
-            numbers = []
-            for line_start, line_end in zip(line_starts, line_ends, strict=True):
-                if line_start - known > INDEX_BLOCK_BYTES:
-                    known, newlines = self._checkpoint(line_start)
-                newlines += _count(buf, known, line_start)
-                numbers.append(newlines + 1)
-                known = line_end  # the line holds no newline but the one at its end
-        else:
-            # From each previous line end (its newline counted) to the next line start.
-            previous = [known, *line_ends[:-1]]
-            if isinstance(buf, bytes):
-                gaps = list(map(buf.count, repeat(b"\n"), previous, line_starts))
-            else:  # mmap has no count: a small slice a hit (a big copy costs page faults)
-                gaps = [buf[a:b].count(b"\n") for a, b in zip(previous, line_starts, strict=True)]
-            gaps[0] += newlines + 1
-            numbers = list(accumulate(gaps))
-        self.known, self.newlines = line_ends[-1], numbers[-1] - 1
-        return numbers
-
-
-def _count(buf: Buffer, start: int, end: int) -> int:
-    """The newlines in ``buf[start:end]`` (empty when ``end <= start``)."""
-    if isinstance(buf, bytes):
-        return buf.count(b"\n", start, end)
-    return buf[start:end].count(b"\n") if end > start else 0
 
 
 def _pass_over(hay: Haystack, matcher: Matcher, most: int | None) -> tuple[int, int]:
