@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import mmap
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -30,17 +31,11 @@ def _long_line(line: int, start: int, end: int, match: int) -> bytes:
 
 
 def _reference(
-    hay: Haystack,
-    matcher: Matcher,
-    index: LineIndex,
-    *,
-    head: bytes,
-    column_bytes: int,
-    skip: int,
-    limit: int | None,
-    budget: int,
+    hay: Haystack, matcher: Matcher, index: LineIndex, options: dict[str, Any]
 ) -> tuple[tuple[int, int, int, bool], list[bytes]]:
     """What a page holds, from :func:`iter_hits` one hit at a time."""
+    head, column_bytes, budget = options["head"], options["column_bytes"], options["budget"]
+    skip, limit = options["skip"], options["limit"]
     found = list(iter_hits(hay, matcher, index))
     seen = min(skip, len(found))
     pieces: list[bytes] = []
@@ -100,6 +95,23 @@ _LINES = st.one_of(
 _PATTERNS = ["Needle", "eedle", "a Needle", "Ne+dle", "dle$", "^$", "^", "dle\\n", "x*", "le", "e"]
 
 
+def _example(
+    lines: list[bytes], pattern: str, *, as_mmap: bool = False, small: bool = False, skip: int = 0
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """An explicit example of the test below: the whole page, no head, no column cut."""
+    return example(
+        lines=lines,
+        pattern=pattern,
+        as_mmap=as_mmap,
+        small=small,
+        head=b"",
+        column=4096,
+        skip=skip,
+        limit=None,
+        budget=1 << 30,
+    )
+
+
 @settings(max_examples=250, deadline=None)
 @given(
     lines=st.lists(_LINES, max_size=60),
@@ -112,27 +124,11 @@ _PATTERNS = ["Needle", "eedle", "a Needle", "Ne+dle", "dle$", "^$", "^", "dle\\n
     limit=st.one_of(st.none(), st.integers(0, 8)),
     budget=st.one_of(st.just(1 << 30), st.integers(0, 400)),
 )
-@example(  # hits index blocks apart: numbered hit by hit from checkpoints
-    lines=[b"x\n", b"Needle\n", b"y" * 70000 + b"\n"] * 4,
-    pattern="Needle",
-    as_mmap=True,
-    small=False,
-    head=b"",
-    column=4096,
-    skip=1,
-    limit=None,
-    budget=1 << 30,
+@_example(  # hits index blocks apart: numbered hit by hit from checkpoints
+    [b"x\n", b"Needle\n", b"y" * 70000 + b"\n"] * 4, "Needle", as_mmap=True, skip=1
 )
-@example(  # the rest of a literal without its lead, until it is searched whole
-    lines=[b"idle " * 70 + b"\n", b"a Needle here\n"] * 2,
-    pattern="eedle",
-    as_mmap=False,
-    small=True,
-    head=b"",
-    column=4096,
-    skip=0,
-    limit=None,
-    budget=1 << 30,
+@_example(  # the rest of a literal without its lead, until it is searched whole
+    [b"idle " * 70 + b"\n", b"a Needle here\n"] * 2, "eedle", small=True
 )
 def test_the_batched_listing_is_the_hit_by_hit_listing(
     lines: list[bytes],
@@ -151,21 +147,19 @@ def test_the_batched_listing_is_the_hit_by_hit_listing(
     data += lines[-1] if lines else b""
     matcher = compile_pattern(pattern)
     index = _index(data)
-    options = {"head": head, "column_bytes": column, "skip": skip, "limit": limit}
+    options: dict[str, Any] = {
+        "head": head,
+        "column_bytes": column,
+        "skip": skip,
+        "limit": limit,
+        "budget": budget,
+    }
     with _as_mmap(data) if as_mmap and data else nullcontext(data) as buf:
         hay = Haystack(buf, 0, len(data), 0, True)
-        expected = _reference(hay, matcher, index, budget=budget, **options)  # type: ignore[arg-type]
+        expected = _reference(hay, matcher, index, options)
         pieces: list[bytes] = []
         with _small_batches() if small else nullcontext():
-            got = render_plain(
-                hay,
-                matcher,
-                index,
-                budget=budget,
-                pieces=pieces,
-                long_line=_long_line,
-                **options,  # type: ignore[arg-type]
-            )
+            got = render_plain(hay, matcher, index, pieces=pieces, long_line=_long_line, **options)
             counted = count_matching_lines(hay, matcher)
         assert counted == len(list(iter_hits(hay, matcher, None)))
     assert (got, b"".join(pieces)) == (expected[0], b"".join(expected[1]))
