@@ -491,15 +491,14 @@ Notes:
   `(?:pattern)[^\\n]*` gives both the match and its line end; a regex without a literal
   prefix is searched for its rarest required literal first (case 2b: 4.0x before, now
   about 0.25x).
-- Why (4) and (5) miss: per matching line the tool pays one RE2 call (~0.6 us of
-  pybind11 and GIL overhead before any scanning), and for (4) one `bytes.count` of the
-  newlines since the previous hit; CPython's single-byte count is a scalar loop (~2.2
-  GB/s, ~45 ms for 100 MiB) and no stdlib call counts faster. With ~35,600 hits the
-  fixed per-hit cost (~1.2 us) plus counting sits at 2.1-2.3x `grep -n`; for (5) the RE2
-  calls alone come to 1.1-1.3x `grep -c` (GNU grep does the same work in one C loop).
-  Threads do not help: `bytes.count` and `mmap.find` hold the GIL, and handing the GIL
-  over around each RE2 call made two threads slower than one. For a rare word, count
-  mode is far under grep (it only scans; case 5b).
+- Cases (4) and (5): per matching line the tool pays one RE2 call (~0.6 us of pybind11
+  and GIL overhead before any scanning), and for (4) one `bytes.count` of the newlines
+  since the previous hit (CPython's single-byte count is a scalar loop, ~2.2 GB/s, and
+  no stdlib call counts faster). Since session 5 the hits are found in batches and the
+  line starts, numbers and text of a batch are each one comprehension of C calls; a
+  literal is searched from its rarest character (RE2 `memchr`s a literal's first byte:
+  `timeout` as `meout`). Threads do not help: `bytes.count` and `mmap.find` hold the
+  GIL. For a rare word, count mode is far under grep (it only scans; case 5b).
 - The machine is shared: grep itself varied between 44 and 80 ms for `-c` across runs
   during the day, so ratios from interleaved rounds are what to compare.
 """
