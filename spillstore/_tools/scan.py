@@ -234,9 +234,10 @@ def render_plain(
     """Render matching lines as ``<head><line>:<text>\\n`` into ``pieces``: grep -n's job.
 
     Listing every one of 35,000 matches pays the per-hit work 35,000 times, so it runs in
-    batches: a tight loop finds a batch of hits (:func:`_collector`; 64 at first, the
-    page may hold few, then twice as many each time), then each step over the batch is
-    one comprehension of C calls: the line starts (``rfind``) and the line numbers
+    batches: a tight loop finds a batch of hits (:func:`_collector`; 64 at first, then
+    twice as many each time, but not far past what the rest of the page holds), then
+    each step over the batch is one comprehension of C calls: the line starts
+    (``rfind``) and the line numbers
     (:class:`~spillstore._tools.grep_numbers.LineNumbers`); the lines are one
     ``%``-format of the whole batch, added as one piece (so a piece may hold many
     lines). When a line is over ``column_bytes`` (rendered by ``long_line(line, start,
@@ -266,7 +267,6 @@ def render_plain(
         most = _FIRST_BATCH
         while pos < hi:
             starts, ends, pos = collect(pos, min(cap - shown + 1, most))
-            most = min(2 * most, _MOST_BATCH)
             line_starts = [at + 1 or lo for at in map(rfind, repeat(b"\n"), repeat(lo), starts)]
             if line_starts and line_starts[-1] >= hi:  # an empty match after the final newline
                 del starts[-1], ends[-1], line_starts[-1]
@@ -302,6 +302,8 @@ def render_plain(
             used += len(block)
             if over:
                 return seen + shown + 1, shown, used, True
+            # Twice the batch, but not far past what the page holds at this line size.
+            most = min(2 * most, _MOST_BATCH, (budget - used) * shown // max(used, 1) + 2)
         return seen + shown, shown, used, False
 
 
