@@ -260,9 +260,8 @@ def render_plain(
     form = head + b"%d:%b\n"  # head is a spill id and a colon: no % in it
     rfind = buf.rfind
     collect = _collector(hay, matcher)
-    with LineNumbers(
-        hay.buf, hay.origin - hay.lo, index
-    ) as numbering:  # it may hold a view of an mmap
+    numbering = LineNumbers(buf, hay.origin - lo, index)
+    with numbering:  # it may hold a view of an mmap, released here
         shown = used = 0
         most = _FIRST_BATCH
         while pos < hi:
