@@ -105,6 +105,7 @@ def _example(
         as_mmap=as_mmap,
         small=small,
         head=b"",
+        before=b"",
         column=4096,
         skip=skip,
         limit=None,
@@ -119,6 +120,7 @@ def _example(
     as_mmap=st.booleans(),
     small=st.booleans(),
     head=st.sampled_from([b"", b"bash-0123:"]),
+    before=st.sampled_from([b"", b"other\n", b"a Needle"]),  # bytes of another range
     column=st.sampled_from([40, 4096]),
     skip=st.integers(0, 6),
     limit=st.one_of(st.none(), st.integers(0, 8)),
@@ -136,13 +138,14 @@ def test_the_batched_listing_is_the_hit_by_hit_listing(
     as_mmap: bool,
     small: bool,
     head: bytes,
+    before: bytes,
     column: int,
     skip: int,
     limit: int | None,
     budget: int,
 ) -> None:
     """Same lines, numbers, long-line windows, page cut, limit and counts, on bytes and
-    mmap, dense and sparse hits, in one batch or many."""
+    mmap, dense and sparse hits, in one batch or many, in a range after another's bytes."""
     data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines[:-1])
     data += lines[-1] if lines else b""
     matcher = compile_pattern(pattern)
@@ -154,8 +157,8 @@ def test_the_batched_listing_is_the_hit_by_hit_listing(
         "limit": limit,
         "budget": budget,
     }
-    with _as_mmap(data) if as_mmap and data else nullcontext(data) as buf:
-        hay = Haystack(buf, 0, len(data), 0, True)
+    with _as_mmap(before + data) if as_mmap and data else nullcontext(before + data) as buf:
+        hay = Haystack(buf, len(before), len(buf), 0, True)
         expected = _reference(hay, matcher, index, options)
         pieces: list[bytes] = []
         with _small_batches() if small else nullcontext():
