@@ -74,8 +74,11 @@ class Matcher:
             line: one call gives where the next matching line's match starts and where
             that line ends (the hot loops then skip a ``find`` per hit). RE2 reads UTF-8,
             so ``[^\\n]*`` stops early at an invalid byte; the callers check for that.
-        to_next_line: the same with ``\\n?`` added: its match ends where the next line
-            starts (for counting).
+        lead: for a case-sensitive literal whose rarest character is not its first, the
+            bytes before that character (else empty): RE2 looks for a literal's first
+            byte with ``memchr``, so a rare first byte is found with fewer stops.
+        rare_line_end: ``to_line_end`` for the literal after ``lead``; a caller searches
+            from ``pos + len(lead)`` and checks that ``lead`` stands before the match.
     """
 
     pattern: str
@@ -84,7 +87,8 @@ class Matcher:
     anchor: Any
     prefilter: RawMatch | None = None
     to_line_end: RawMatch | None = None
-    to_next_line: RawMatch | None = None
+    lead: bytes = b""
+    rare_line_end: RawMatch | None = None
 
 
 _NEWLINE_CAPABLE = (
@@ -330,8 +334,13 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, literal: bool = 
         )
         prefilter = _binding(literal_regex)[0]
     body = None
+    lead, rare_line_end = b"", None
     if is_literal and b"\n" not in encoded:
         body = re2.escape(encoded)
+        rest = _rare_start(pattern).encode("utf-8") if needle is not None else encoded
+        if len(rest) < len(encoded):
+            lead = encoded[: len(encoded) - len(rest)]
+            rare_line_end = _line_program(re2.escape(rest), ignore_case)
     elif not is_literal and prefilter is None and newline_free(pattern):
         body = b"(?m)" + encoded
     return Matcher(
@@ -340,16 +349,17 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, literal: bool = 
         raw=raw,
         anchor=anchor,
         prefilter=prefilter,
-        to_line_end=None if body is None else _line_program(body, b"", ignore_case),
-        to_next_line=None if body is None else _line_program(body, b"\\n?", ignore_case),
+        to_line_end=None if body is None else _line_program(body, ignore_case),
+        lead=lead,
+        rare_line_end=rare_line_end,
     )
 
 
-def _line_program(body: bytes, tail: bytes, ignore_case: bool) -> RawMatch | None:
-    """RE2's search for ``(?:body)[^\\n]*`` plus ``tail``: a match, then its line's rest."""
+def _line_program(body: bytes, ignore_case: bool) -> RawMatch | None:
+    """RE2's search for ``(?:body)[^\\n]*``: a match, then the rest of its line."""
     try:
         regex = re2.compile(
-            b"(?:" + body + b")[^\\n]*" + tail, _options(ignore_case=ignore_case, literal=False)
+            b"(?:" + body + b")[^\\n]*", _options(ignore_case=ignore_case, literal=False)
         )
     except re2.error:  # pragma: no cover - body compiled on its own already
         return None

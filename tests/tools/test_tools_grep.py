@@ -422,6 +422,10 @@ def test_literal_and_regex_engines_are_chosen_by_the_pattern() -> None:
     assert compile_pattern("a.b").needle is None
     assert compile_pattern("a.b", literal=True).needle == b"a.b"
     assert compile_pattern("hello", ignore_case=True).needle is None
+    # A literal is searched from its rarest character; the bytes before it are checked.
+    assert compile_pattern("timeout").lead == b"ti"
+    assert compile_pattern("NEEDLE-7f3a9c").lead == b""
+    assert compile_pattern("timeout", ignore_case=True).lead == b""
     with pytest.raises(RequestRefused):
         compile_pattern("")
 
