@@ -29,8 +29,8 @@ from spillstore._core.utf8 import utf8_size
 __all__ = ["Ask", "run_query"]
 
 _LONE_SURROGATE = re.compile(
-    r"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-    r"|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 )
 """A lone surrogate escape in JSON text (an escaped backslash before ``u`` may match
 too: then jq answers, which is only slower)."""
@@ -67,10 +67,11 @@ def run_query(doc: JsonDoc, ask: Ask) -> tuple[Any, ...]:
 
 def _native_safe(doc: JsonDoc) -> bool:
     """Whether the native evaluator may answer on ``doc``: not when its text has a
-    lone surrogate escape (Python parses it, jq refuses the document)."""
-    if "\\u" not in doc.text:
+    lone surrogate escape (Python parses it, jq refuses the document; orjson refuses
+    it too)."""
+    if doc.strict or b"\\u" not in doc.data:
         return True
-    return _LONE_SURROGATE.search(doc.text) is None
+    return _LONE_SURROGATE.search(doc.data) is None
 
 
 def _page(doc: JsonDoc, ask: Ask, results: Results) -> tuple[Any, ...]:
