@@ -41,8 +41,10 @@ __all__ = [
     "JsonDoc",
     "JsonKind",
     "NotJson",
+    "exact_numbers",
     "looks_like_json",
     "parse_doc",
+    "scan_value",
 ]
 
 JsonKind = Literal["json", "ndjson"]
@@ -76,7 +78,7 @@ _WHITESPACE_CHARS = frozenset(" \t\n\r")
 _WHITESPACE_BYTES = frozenset(b" \t\n\r")
 
 _DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-"""Every digit to ``0``, every other byte to a space (:func:`_exact_numbers`)."""
+"""Every digit to ``0``, every other byte to a space (:func:`exact_numbers`)."""
 
 _LONG_INTEGER = b"0" * 19
 """A run of 19 digits: the shortest integer past 64 bits has 20, but a 19-digit one may
@@ -86,8 +88,12 @@ the standard decoder."""
 _ONE_MORE = (1).__add__
 
 
-def _scan(text: str, pos: int) -> tuple[Any, int]:
-    """The value starting exactly at ``pos`` and its end (the decoder's C scanner)."""
+def scan_value(text: str, pos: int) -> tuple[Any, int]:
+    """The value starting exactly at ``pos`` and its end (the decoder's C scanner).
+
+    Raises:
+        ValueError: no JSON value starts at ``pos``.
+    """
     try:
         return _SCAN_ONCE(text, pos)
     except StopIteration as stop:
@@ -262,7 +268,7 @@ class JsonDoc:
         """
         text = self.text
         if text[start] == "[" and text[_skip(text, start + 1)] not in "{[]":
-            return _scan(text, start)  # scalars: parsed whole in C, indexed when a path asks
+            return scan_value(text, start)  # scalars: parsed whole in C, indexed when a path asks
         return self._walk(start, INDEX_LEVELS, keep=True)
 
     def _walk(self, start: int, levels: int, *, keep: bool) -> tuple[Any, int]:
@@ -274,7 +280,7 @@ class JsonDoc:
         text = self.text
         opener = text[start]
         if levels <= 0 or opener not in "{[":
-            return _scan(text, start)
+            return scan_value(text, start)
         is_object = opener == "{"
         closer = "}" if is_object else "]"
         walk = levels > 1
@@ -288,7 +294,7 @@ class JsonDoc:
                 if is_object:
                     if text[pos] != '"':
                         raise ValueError(f"a key must be a string (character {pos})")
-                    key, pos = _scan(text, pos)
+                    key, pos = scan_value(text, pos)
                     if text[pos] != ":":
                         pos = _skip(text, pos)
                         if text[pos] != ":":
@@ -297,7 +303,7 @@ class JsonDoc:
                 if walk and text[pos] in "{[":
                     value, end = self._walk(pos, levels - 1, keep=keep)
                 else:
-                    value, end = _scan(text, pos)
+                    value, end = scan_value(text, pos)
                 if is_object:
                     members[key] = (pos, end)  # a repeated key: the last one wins, as in jq
                     if keep:
@@ -367,7 +373,7 @@ def _compact_spans(value: Any, start: int, end: int) -> Any:
     return spans
 
 
-def _exact_numbers(data: bytes) -> bool:
+def exact_numbers(data: bytes) -> bool:
     """Whether orjson reads every number of ``data`` as the standard decoder does: no
     run of 19 digits (an integer past 64 bits becomes a float in orjson)."""
     return _LONG_INTEGER not in data.translate(_DIGITS)
@@ -380,7 +386,7 @@ def _fast_parse(data: bytes) -> JsonDoc | None:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
-    if not _exact_numbers(data):
+    if not exact_numbers(data):
         return None
     at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
     end = len(data)

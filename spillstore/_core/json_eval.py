@@ -57,8 +57,9 @@ class Program:
     """A compiled expression: :meth:`run` yields ``(value, path)`` for each result,
     ``path`` a list of keys and indexes for a value of the document, else ``None``."""
 
-    def __init__(self, expression: str) -> None:
-        self._root = self._compile(parse_jq(expression), frozenset())
+    def __init__(self, expression: str | Node) -> None:
+        tree = parse_jq(expression) if isinstance(expression, str) else expression
+        self._root = self._compile(tree, frozenset())
 
     def run(self, value: Any) -> Iterator[tuple[Any, list[Any] | None]]:
         """Every result of the program on ``value``, lazily, in jq's order.
@@ -310,8 +311,9 @@ class Program:
         return Compiled(run)
 
 
-def compile_jq(expression: str) -> Program:
-    """``expression`` compiled for the native evaluator.
+def compile_jq(expression: str | Node) -> Program:
+    """``expression`` (or its tree from :func:`~spillstore._core.json_jq.parse_jq`)
+    compiled for the native evaluator.
 
     Raises:
         Unsupported: it is outside the subset (jq runs it).

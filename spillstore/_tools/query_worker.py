@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spillstore._core.json_doc import JsonDoc, NotJson, parse_doc
+from spillstore._core.json_lazy import LazyDoc, lazy_doc
 from spillstore._errors import SpillstoreError
 from spillstore._tools.query_run import Ask, run_query
 
@@ -54,6 +55,12 @@ CACHE_BYTES = 512 * 1024 * 1024
 
 CACHE_ENTRIES = 16
 """The most documents the worker keeps."""
+
+LAZY_BYTES = 16 * 1024 * 1024
+"""From this size on, a document of the common shapes (an array, or an object whose
+last member is an array) keeps its array as bytes, parsed a chunk at a time by each
+query (:mod:`~spillstore._core.json_lazy`): parsed whole, it would take 5-8 times its
+size. Smaller documents are parsed once and kept, so later queries parse nothing."""
 
 MEMORY_FLOOR = 512 * 1024 * 1024
 """The least address space a query may add to the worker."""
@@ -287,7 +294,7 @@ class _Child:
     """The worker's state: the documents it holds, least recently used first."""
 
     def __init__(self) -> None:
-        self.docs: collections.OrderedDict[str, JsonDoc] = collections.OrderedDict()
+        self.docs: collections.OrderedDict[str, JsonDoc | LazyDoc] = collections.OrderedDict()
 
     def handle(self, message: tuple[Any, ...], data: bytes = b"") -> tuple[Any, ...]:
         if message[0] == "load":
@@ -316,8 +323,9 @@ class _Child:
             return ("error", "memory", "the query needed more memory than it may use")
 
 
-def _parse(data: bytes) -> JsonDoc | NotJson:
-    """:func:`parse_doc` with the cycle collector paused, then the parse frozen.
+def _parse(data: bytes) -> JsonDoc | LazyDoc | NotJson:
+    """:func:`parse_doc` (or, from :data:`LAZY_BYTES` on, :func:`lazy_doc` when the
+    document has its shape) with the cycle collector paused, then the parse frozen.
 
     A parse allocates a container per object and array, and each allocation counts
     towards a collection that would walk every container made so far (a third of the
@@ -327,7 +335,8 @@ def _parse(data: bytes) -> JsonDoc | NotJson:
     """
     gc.disable()
     try:
-        return parse_doc(data)
+        lazy = lazy_doc(data) if len(data) >= LAZY_BYTES else None
+        return parse_doc(data) if lazy is None else lazy
     finally:
         gc.freeze()
         gc.enable()
