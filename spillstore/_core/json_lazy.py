@@ -29,7 +29,7 @@ import orjson
 
 from spillstore._core.json_doc import JsonDoc, NotJson, exact_numbers, parse_doc, scan_value
 
-__all__ = ["CHUNK_BYTES", "Chunk", "LazyDoc", "lazy_doc"]
+__all__ = ["CHUNK_BYTES", "Chunk", "Keep", "LazyDoc", "lazy_doc"]
 
 CHUNK_BYTES = 1 << 20
 """About how many bytes of the array one chunk holds."""
@@ -42,13 +42,19 @@ ATTEMPTS = 16
 
 _WHITESPACE = frozenset(b" \t\n\r")
 
+Keep = tuple[bytes, bool]
+"""What an item must hold to matter to a query, for :meth:`LazyDoc.each`: bytes that a
+chunk written without escapes (``False``) or as orjson writes it (``True``) holds when
+one of its items does."""
+
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """Items ``first .. first + count - 1`` of the array, at bytes ``[start, end)``.
 
     ``objects``: every item is an object; ``plain``: no backslash in the chunk's bytes
-    (every string in it is written as its characters).
+    (every string in it is written as its characters); ``canonical``: written exactly
+    as orjson writes its items (an integer as its digits, a float as Python's repr).
     """
 
     start: int
@@ -57,6 +63,7 @@ class Chunk:
     count: int
     objects: bool
     plain: bool
+    canonical: bool
 
 
 @dataclass(slots=True)
@@ -92,15 +99,17 @@ class LazyDoc:
         """The parsed items of ``chunk``."""
         return orjson.loads(b"[" + self.data[chunk.start : chunk.end] + b"]")  # type: ignore[no-any-return]
 
-    def each(self, keep: bytes | None = None) -> Iterator[tuple[int, Any]]:
+    def each(self, keep: Keep | None = None) -> Iterator[tuple[int, Any]]:
         """Every item as ``(index, value)``, a chunk parsed at a time. With ``keep``,
-        a chunk of objects written without escapes is skipped unparsed when ``keep``
-        is not in its bytes (no item of it can hold a string written that way)."""
+        a chunk of objects that cannot hold the value it names is skipped unparsed."""
         data = self.data
         for chunk in self.chunks:
-            skip = keep is not None and chunk.objects and chunk.plain
-            if skip and data.find(keep, chunk.start, chunk.end) < 0:  # type: ignore[arg-type]
-                continue
+            if keep is not None and chunk.objects:
+                needle, canonical = keep
+                if (chunk.canonical if canonical else chunk.plain) and (
+                    data.find(needle, chunk.start, chunk.end) < 0
+                ):
+                    continue
             yield from enumerate(self.items(chunk), chunk.first)
 
     def locate(self, root: int, path: list[object]) -> tuple[int, int] | None:
@@ -264,8 +273,9 @@ def _cut(data: bytes, start: int, close: int) -> list[Chunk] | None:
                 while data[cut - 1] in _WHITESPACE:
                     cut -= 1
             chunk = data[pos:cut]
+            wrapped = b"[" + chunk + b"]"
             try:
-                items = orjson.loads(b"[" + chunk + b"]")
+                items = orjson.loads(wrapped)
             except orjson.JSONDecodeError:
                 if last:
                     return None
@@ -277,7 +287,8 @@ def _cut(data: bytes, start: int, close: int) -> list[Chunk] | None:
         if not exact_numbers(chunk):
             return None
         objects = all(type(item) is dict for item in items)
-        chunks.append(Chunk(pos, cut, first, len(items), objects, b"\\" not in chunk))
+        canonical = orjson.dumps(items) == wrapped
+        chunks.append(Chunk(pos, cut, first, len(items), objects, b"\\" not in chunk, canonical))
         first += len(items)
         if last:
             break

@@ -23,7 +23,7 @@ from typing import Any
 from spillstore._core.json_doc import JsonDoc, NotJson, parse_doc
 from spillstore._core.json_eval import Program, compile_jq
 from spillstore._core.json_jq import Node, Unsupported, parse_jq
-from spillstore._core.json_lazy import LazyDoc
+from spillstore._core.json_lazy import Keep, LazyDoc
 from spillstore._core.json_values import JqError
 from spillstore._core.utf8 import utf8_size
 
@@ -129,9 +129,15 @@ def _pipe_of(stages: list[Node]) -> Program | None:
     return compile_jq(node)
 
 
-def _needle(stage: Node) -> bytes | None:
+_NEEDLE_NUMBER = 10**15
+"""A number literal below this is written positionally by orjson, as an integer or a
+float (``500000``, ``500000.0``): its digits are a needle."""
+
+
+def _needle(stage: Node) -> Keep | None:
     """For ``select(.f == "text")``: the bytes an item written without escapes must
-    hold to pass it (``"text"`` in UTF-8), else None."""
+    hold to pass it (``"text"`` in UTF-8); for ``select(.f == 12)``, the digits an item
+    written as orjson writes it must hold; else None."""
     if stage[0] != "call" or stage[1] != "select" or len(stage[2]) != 1:
         return None
     condition = stage[2][0]
@@ -139,12 +145,18 @@ def _needle(stage: Node) -> bytes | None:
         return None
     sides = {condition[2][0]: condition[2], condition[3][0]: condition[3]}
     field, literal = sides.get("field"), sides.get("literal")
-    if field is None or literal is None or not isinstance(literal[1], str):
+    if field is None or literal is None:
         return None
-    try:
-        return b'"' + literal[1].encode("utf-8") + b'"'
-    except UnicodeEncodeError:  # a lone surrogate: no prefilter
-        return None
+    value = literal[1]
+    if isinstance(value, str):
+        try:
+            return b'"' + value.encode("utf-8") + b'"', False
+        except UnicodeEncodeError:  # a lone surrogate: no prefilter
+            return None
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and abs(value) < _NEEDLE_NUMBER and value == int(value):  # not inf, nan
+        return str(int(value)).encode(), True
+    return None
 
 
 def _native_safe(doc: JsonDoc) -> bool:

@@ -36,11 +36,16 @@ def _listing(items: list[str], spaced: bool, wrapped: bool) -> bytes:
     return (head + array + "}\n").encode()
 
 
+_ids = st.integers(-9, 99) | st.sampled_from([7.0, -3.0, 70, 17, 7.5, 7e0, 0.7e1])
 _items = st.lists(json_documents, max_size=12) | st.lists(
     st.builds(
-        lambda i, s: json.dumps({"id": i, "name": s, "tags": [{"id": i}, "a,b"]}),
-        st.integers(0, 99),
+        lambda i, s, compact: json.dumps(
+            {"id": i, "name": s, "tags": [{"id": i}, "a,b"]},
+            separators=(",", ":") if compact else None,
+        ),
+        _ids,
         st.text(max_size=6),
+        st.booleans(),
     ),
     max_size=30,
 )
@@ -75,6 +80,9 @@ EXPRESSIONS = [
     ".items[] | .id",
     '.items[] | select(.name == "a")',
     '.items[] | select("x" == .name) | .tags[0]',
+    ".items[] | select(.id == 7)",
+    ".items[] | select(.id == 7.0) | .name",
+    ".items[] | select(.id == -3)",
     ".items[] | .. | numbers",
     ".items | length",
     ".total",
@@ -110,17 +118,20 @@ def test_lazy_query_pages_equal_the_whole_documents_pages(
 
 
 def test_a_chunk_without_the_needle_is_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``select(.name == "text")`` parses only the chunks whose bytes hold ``"text"``."""
-    items = [json.dumps({"id": i, "name": f"user{i}"}) for i in range(200)]
+    """``select(.name == "text")`` parses only the chunks whose bytes hold ``"text"``;
+    ``select(.id == 150)`` those whose bytes hold ``150`` (written as orjson writes)."""
+    items = [json.dumps({"id": i, "name": f"user{i}"}, separators=(",", ":")) for i in range(200)]
     doc = lazy_doc(_listing(items, spaced=False, wrapped=True))
     assert doc is not None and len(doc.chunks) > 20
     parsed: list[int] = []
     real = LazyDoc.items
     monkeypatch.setattr(LazyDoc, "items", lambda self, chunk: parsed.append(1) or real(self, chunk))
-    ask = query_run.Ask('.items[] | select(.name == "user150")', 0, 5, 200, 1000)
-    _, found, *_ = query_run.run_query(doc, ask)
-    assert [json.loads(text) for text, *_ in found] == [{"id": 150, "name": "user150"}]
-    assert len(parsed) == 1
+    for expression in ('.items[] | select(.name == "user150")', ".items[] | select(.id == 150)"):
+        parsed.clear()
+        ask = query_run.Ask(expression, 0, 5, 200, 1000)
+        _, found, *_ = query_run.run_query(doc, ask)
+        assert [json.loads(text) for text, *_ in found] == [{"id": 150, "name": "user150"}]
+        assert len(parsed) == 1
 
 
 def test_shapes_not_kept_lazily_are_parsed_whole() -> None:
