@@ -29,7 +29,7 @@ import orjson
 
 from spillstore._core.json_doc import JsonDoc, NotJson, exact_numbers, parse_doc, scan_value
 
-__all__ = ["CHUNK_BYTES", "Chunk", "Keep", "LazyDoc", "lazy_doc"]
+__all__ = ["CHUNK_BYTES", "Chunk", "Keep", "LazyDoc", "lazy_doc", "parse_chunked"]
 
 CHUNK_BYTES = 1 << 20
 """About how many bytes of the array one chunk holds."""
@@ -181,9 +181,33 @@ def _value_end(data: bytes, pos: int, limit: int) -> int | None:
         return pos + len(text[:end].encode("utf-8"))
 
 
-def lazy_doc(data: bytes) -> LazyDoc | None:
+def parse_chunked(data: bytes) -> JsonDoc | None:
+    """``data`` parsed whole, but a chunk at a time, or None (not of a shape kept lazily:
+    :func:`~spillstore._core.json_doc.parse_doc` then).
+
+    The values are those ``orjson.loads(data)`` gives; its own parse holds about three
+    times the document beside its result while it runs, a chunk's only the chunk's.
+    """
+    items: list[Any] = []
+    doc = lazy_doc(data, collect=items)
+    if doc is None:
+        return None
+    root: Any = items
+    strict = True
+    if doc.key is not None:
+        head = doc.head()
+        if isinstance(head, NotJson):  # pragma: no cover - lazy_doc checked it
+            return None
+        root = head.values[0]
+        root[doc.key] = items  # where the last member with that key is, as a parse puts it
+        strict = head.strict
+    return JsonDoc(data, "json", doc.roots, values=[root], strict=strict)
+
+
+def lazy_doc(data: bytes, *, collect: list[Any] | None = None) -> LazyDoc | None:
     """``data`` as a :class:`LazyDoc`, or None when it is not of a shape kept lazily
-    (or not JSON: the caller parses it whole and says why)."""
+    (or not JSON: the caller parses it whole and says why). With ``collect``, every
+    item is appended to it as its chunk is parsed."""
     at = _skip(data, 0)
     end = len(data)
     while end > at and data[end - 1] in _WHITESPACE:
@@ -204,7 +228,7 @@ def lazy_doc(data: bytes) -> LazyDoc | None:
         return None
     if data[close] != 0x5D:  # ]
         return None
-    chunks = _cut(data, start, close)
+    chunks = _cut(data, start, close, collect)
     if chunks is None:
         return None
     doc = LazyDoc(data, key, (start, close + 1), chunks, [(1, at, end)])
@@ -248,8 +272,9 @@ def _last_member(data: bytes, at: int, close: int) -> tuple[str, int] | None:
             return None
 
 
-def _cut(data: bytes, start: int, close: int) -> list[Chunk] | None:
-    """The array ``data[start:close + 1]`` cut into chunks, each proved by its parse."""
+def _cut(data: bytes, start: int, close: int, collect: list[Any] | None) -> list[Chunk] | None:
+    """The array ``data[start:close + 1]`` cut into chunks, each proved by its parse
+    (its items appended to ``collect``, then not checked for ``canonical``)."""
     pos = _skip(data, start + 1)
     if pos == close:
         return []
@@ -287,7 +312,11 @@ def _cut(data: bytes, start: int, close: int) -> list[Chunk] | None:
         if not exact_numbers(chunk):
             return None
         objects = all(type(item) is dict for item in items)
-        canonical = orjson.dumps(items) == wrapped
+        if collect is not None:
+            collect += items
+            canonical = False
+        else:
+            canonical = orjson.dumps(items) == wrapped
         chunks.append(Chunk(pos, cut, first, len(items), objects, b"\\" not in chunk, canonical))
         first += len(items)
         if last:

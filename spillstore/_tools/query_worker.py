@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spillstore._core.json_doc import JsonDoc, NotJson, parse_doc
-from spillstore._core.json_lazy import LazyDoc, lazy_doc
+from spillstore._core.json_lazy import LazyDoc, lazy_doc, parse_chunked
 from spillstore._errors import SpillstoreError
 from spillstore._tools.query_run import Ask, run_query
 
@@ -61,6 +61,11 @@ LAZY_BYTES = 16 * 1024 * 1024
 last member is an array) keeps its array as bytes, parsed a chunk at a time by each
 query (:mod:`~spillstore._core.json_lazy`): parsed whole, it would take 5-8 times its
 size. Smaller documents are parsed once and kept, so later queries parse nothing."""
+
+CHUNKED_BYTES = 1024 * 1024
+"""From this size on (below :data:`LAZY_BYTES`), a document of those shapes is parsed
+a chunk at a time: orjson's parse of a whole document holds three times its size
+beside the result while it runs."""
 
 MEMORY_FLOOR = 512 * 1024 * 1024
 """The least address space a query may add to the worker."""
@@ -324,8 +329,9 @@ class _Child:
 
 
 def _parse(data: bytes) -> JsonDoc | LazyDoc | NotJson:
-    """:func:`parse_doc` (or, from :data:`LAZY_BYTES` on, :func:`lazy_doc` when the
-    document has its shape) with the cycle collector paused, then the parse frozen.
+    """:func:`parse_doc` (or, for a document of the shapes :func:`lazy_doc` takes, from
+    :data:`CHUNKED_BYTES` on :func:`parse_chunked`, from :data:`LAZY_BYTES` on
+    :func:`lazy_doc`) with the cycle collector paused, then the parse frozen.
 
     A parse allocates a container per object and array, and each allocation counts
     towards a collection that would walk every container made so far (a third of the
@@ -335,8 +341,12 @@ def _parse(data: bytes) -> JsonDoc | LazyDoc | NotJson:
     """
     gc.disable()
     try:
-        lazy = lazy_doc(data) if len(data) >= LAZY_BYTES else None
-        return parse_doc(data) if lazy is None else lazy
+        found: JsonDoc | LazyDoc | None = None
+        if len(data) >= LAZY_BYTES:
+            found = lazy_doc(data)
+        elif len(data) >= CHUNKED_BYTES:
+            found = parse_chunked(data)
+        return parse_doc(data) if found is None else found
     finally:
         gc.freeze()
         gc.enable()

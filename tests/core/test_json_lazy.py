@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from spillstore._core import json_lazy
 from spillstore._core.json_doc import JsonDoc, parse_doc
-from spillstore._core.json_lazy import LazyDoc, lazy_doc
+from spillstore._core.json_lazy import LazyDoc, lazy_doc, parse_chunked
 from spillstore._tools import query_run
 from tests.strategies import json_documents
 
@@ -73,6 +73,11 @@ def test_lazy_items_and_ranges_are_those_of_the_whole_parse(
         start, end = doc.locate(0, ["note", 1])  # type: ignore[misc]
         assert data[start:end] == b'"]"'
     assert doc.locate(0, [*base, len(array)]) is None
+    chunked = parse_chunked(data)
+    assert chunked is not None and chunked.values == [whole]
+    assert json.dumps(chunked.values[0]) == json.dumps(whole)  # the same key order
+    for path in ([*base, 0], [*base, -1], base):
+        assert chunked.locate(0, path) == doc.locate(0, path)
 
 
 EXPRESSIONS = [
