@@ -31,10 +31,11 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any, Literal
 
 import orjson
+
+from spillstore._core.json_spans import compact_spans
 
 __all__ = [
     "JSON_START_BYTES",
@@ -84,8 +85,6 @@ _LONG_INTEGER = b"0" * 19
 """A run of 19 digits: the shortest integer past 64 bits has 20, but a 19-digit one may
 be past ``2**63``: orjson turns those into floats, so such a document is parsed again by
 the standard decoder."""
-
-_ONE_MORE = (1).__add__
 
 
 def scan_value(text: str, pos: int) -> tuple[Any, int]:
@@ -242,7 +241,7 @@ class JsonDoc:
         for step in path:
             spans = self._spans.get(start)
             if spans is None:
-                spans = self._spans[start] = _compact_spans(value, start, end)
+                spans = self._spans[start] = compact_spans(value, start, end)
             if isinstance(step, str) and isinstance(value, dict):
                 found = spans.get(step)
                 if found is None:
@@ -253,7 +252,7 @@ class JsonDoc:
                 index = step + len(value) if step < 0 else step
                 if not 0 <= index < len(value):
                     return None
-                start, end = spans[index], spans[index + 1] - 1
+                start, end = spans[index]
                 value = value[index]
             else:
                 return None
@@ -344,33 +343,6 @@ class JsonDoc:
             self._walk(start, 1, keep=False)
             items = self._items[start]
         return items
-
-
-def _compact_spans(value: Any, start: int, end: int) -> Any:
-    """Where the members of ``value``, written compactly at ``[start, end)``, start.
-
-    An array: the offsets of its items, then ``end`` (item ``i`` ends one byte before
-    offset ``i + 1``: its comma, or the closing bracket). An object: each key's
-    ``(start, end)``. The last member's length is the container's end, so it is never
-    written out.
-    """
-    dumps = orjson.dumps
-    if isinstance(value, list):
-        if not value:
-            return [end]
-        lengths = map(_ONE_MORE, map(len, map(dumps, value[:-1])))
-        return [*accumulate(lengths, initial=start + 1), end]
-    spans: dict[str, tuple[int, int]] = {}
-    if not isinstance(value, dict) or not value:
-        return spans
-    pos = start + 1
-    last = len(value) - 1
-    for at, (key, member) in enumerate(value.items()):
-        pos += len(dumps(key)) + 1
-        member_end = end - 1 if at == last else pos + len(dumps(member))
-        spans[key] = (pos, member_end)
-        pos = member_end + 1
-    return spans
 
 
 def exact_numbers(data: bytes) -> bool:

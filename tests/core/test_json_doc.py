@@ -100,3 +100,16 @@ def test_what_orjson_refuses_is_still_parsed_as_python_does() -> None:
     assert isinstance(doc, JsonDoc) and not doc.strict
     assert doc.values[0]["a"] == "\ud800" and doc.values[0]["b"] == float("inf")
     assert isinstance(parse_doc(b'{"a": 1,}'), NotJson)
+
+
+def test_ranges_in_a_long_compact_array_match_the_scan_in_every_block() -> None:
+    """Items past the first blocks of a compact array (measured a block at a time) get
+    the same ranges as a scan gives, at every index and from either end."""
+    items = [{"i": i, "s": "\u00e9" * (i % 7), "n": [i] * (i % 3)} for i in range(300)]
+    data = orjson.dumps({"items": items, "x": [1.5, None]})
+    doc, scanned = parse_doc(data), _scanned(data)
+    assert isinstance(doc, JsonDoc) and doc.canonical() is not None
+    for index in [*range(300), -1, -64, -65, -300]:
+        for path in (["items", index], ["items", index, "n"], ["items", index, "s"]):
+            assert doc.locate(0, path) == scanned.locate(0, path), path
+    assert doc.locate(0, ["items", 300]) is None and doc.locate(0, ["items", -301]) is None
