@@ -39,6 +39,7 @@ from spillstore._core.json_spans import compact_spans
 
 __all__ = [
     "JSON_START_BYTES",
+    "ORJSON_BYTES",
     "JsonDoc",
     "JsonKind",
     "NotJson",
@@ -80,6 +81,12 @@ _WHITESPACE_BYTES = frozenset(b" \t\n\r")
 
 _DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 """Every digit to ``0``, every other byte to a space (:func:`exact_numbers`)."""
+
+ORJSON_BYTES = 16 * 1024 * 1024
+"""The largest document orjson parses whole: its parse reserves about 19 times the
+document in address space, and it crashes (rather than failing) when a limit on that
+is reached. Larger ones go to the standard decoder (or a chunk at a time:
+:mod:`~spillstore._core.json_lazy`)."""
 
 _LONG_INTEGER = b"0" * 19
 """A run of 19 digits: the shortest integer past 64 bits has 20, but a 19-digit one may
@@ -382,7 +389,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
     at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
     if at == len(data):
         return NotJson("it is empty")
-    if data[at] in JSON_START_BYTES:
+    if data[at] in JSON_START_BYTES and len(data) <= ORJSON_BYTES:
         fast = _fast_parse(data)
         if fast is not None:
             return fast

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from spillstore._core.json_doc import JsonDoc, NotJson, parse_doc
+from spillstore._core.json_doc import JsonDoc
 from spillstore._core.json_eval import Program, compile_jq
 from spillstore._core.json_jq import Node, Unsupported, parse_jq
-from spillstore._core.json_lazy import Keep, LazyDoc
+from spillstore._core.json_lazy import Keep, LazyDoc, parse_chunked
 from spillstore._core.json_values import JqError
 from spillstore._core.utf8 import utf8_size
 
@@ -66,9 +66,9 @@ def run_query(doc: JsonDoc | LazyDoc, ask: Ask) -> tuple[Any, ...]:
         streamed = _streamed(doc, ask)
         if streamed is not None:
             return streamed
-        whole = parse_doc(doc.data)
-        if isinstance(whole, NotJson):  # pragma: no cover - it parsed when it was cut
-            return ("error", "notjson", whole.reason)
+        whole = parse_chunked(doc.data)
+        if whole is None:  # pragma: no cover - it was cut once
+            return ("error", "notjson", "it could not be parsed again")
         return run_query(whole, ask)
     if _native_safe(doc):
         try:

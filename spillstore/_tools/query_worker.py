@@ -193,7 +193,8 @@ class QueryWorker:
             reply = self._exchange(request, wall)
             if reply[0] == "missing":
                 data = load()
-                reply = self._exchange(("load", key, len(data)), WALL_FACTOR * seconds, data)
+                load_message = ("load", key, len(data), seconds)
+                reply = self._exchange(load_message, WALL_FACTOR * seconds, data)
                 del data
                 if reply[0] == "error":
                     raise QueryFailed(reply[1], reply[2])
@@ -303,7 +304,8 @@ class _Child:
 
     def handle(self, message: tuple[Any, ...], data: bytes = b"") -> tuple[Any, ...]:
         if message[0] == "load":
-            key = message[1]
+            _, key, size, seconds = message
+            _bound(size, seconds)  # the parse gets a query's bounds, not the last query's
             doc = _parse(data)
             del data
             if isinstance(doc, NotJson):
