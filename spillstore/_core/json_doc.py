@@ -140,6 +140,9 @@ class JsonDoc:
         values: the parsed value of each root, in order.
         strict: the values were parsed by orjson, which refuses what jq refuses and
             Python reads (a lone surrogate escape).
+        chunks: the :class:`~spillstore._core.json_lazy.LazyDoc` the values were
+            parsed from a chunk at a time, if they were: a range in a document not
+            written as orjson writes it is then found within one chunk.
     """
 
     data: bytes
@@ -153,6 +156,7 @@ class JsonDoc:
     _checkpoints: list[int] | None = None
     _members: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
     _items: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    chunks: Any = None
     _canonical: tuple[int, int] | None = None
     _canonical_known: bool = False
     _spans: dict[int, Any] = field(default_factory=dict)
@@ -204,6 +208,8 @@ class JsonDoc:
         if self.kind == "json":
             if self.canonical() is not None:
                 return self._locate_canonical(path)
+            if self.chunks is not None:
+                return self.chunks.locate(root, path)  # type: ignore[no-any-return]
             # Whitespace around the value is ASCII: as many characters as bytes.
             end = len(self.text) - (len(self.data) - end)
         for step in path:

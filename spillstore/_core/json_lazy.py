@@ -201,7 +201,7 @@ def parse_chunked(data: bytes) -> JsonDoc | None:
         root = head.values[0]
         root[doc.key] = items  # where the last member with that key is, as a parse puts it
         strict = head.strict
-    return JsonDoc(data, "json", doc.roots, values=[root], strict=strict)
+    return JsonDoc(data, "json", doc.roots, values=[root], strict=strict, chunks=doc)
 
 
 def lazy_doc(data: bytes, *, collect: list[Any] | None = None) -> LazyDoc | None:

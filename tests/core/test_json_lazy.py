@@ -59,7 +59,10 @@ def test_lazy_items_and_ranges_are_those_of_the_whole_parse(
     """Every item comes back in order, and every value's range reads back to it."""
     data = _listing(items, spaced, wrapped)
     doc = lazy_doc(data)
-    assert doc is not None, data
+    if doc is None:  # no cut proved within ATTEMPTS tries: parsed whole instead
+        assert isinstance(parse_doc(data), JsonDoc)
+        assert not all(item.startswith("{") for item in items)
+        return
     whole = json.loads(data)
     array = whole["items"] if wrapped else whole
     assert doc.key == ("items" if wrapped else None) and doc.count == len(array)
@@ -78,6 +81,10 @@ def test_lazy_items_and_ranges_are_those_of_the_whole_parse(
     assert json.dumps(chunked.values[0]) == json.dumps(whole)  # the same key order
     for path in ([*base, 0], [*base, -1], base):
         assert chunked.locate(0, path) == doc.locate(0, path)
+    chunked._canonical_known, chunked._canonical = True, None  # found within a chunk
+    for index, value in enumerate(array):
+        start, end = chunked.locate(0, [*base, index])  # type: ignore[misc]
+        assert json.loads(data[start:end]) == value
 
 
 EXPRESSIONS = [
@@ -109,7 +116,10 @@ def test_lazy_query_pages_equal_the_whole_documents_pages(
     data = _listing(items, spaced, wrapped=True)
     lazy = lazy_doc(data)
     whole = parse_doc(data)
-    assert isinstance(lazy, LazyDoc) and isinstance(whole, JsonDoc)
+    assert isinstance(whole, JsonDoc)
+    if lazy is None:  # no cut proved within ATTEMPTS tries (items that are not objects)
+        assert not all(item.startswith("{") for item in items)
+        return
     ask = query_run.Ask(expression, skip, 5, 80, 1000)
     assert query_run.run_query(lazy, ask) == query_run.run_query(whole, ask)
     top = query_run.Ask(expression.replace(".items", ""), skip, 5, 80, 1000)
@@ -117,7 +127,9 @@ def test_lazy_query_pages_equal_the_whole_documents_pages(
         return
     array = _listing(items, spaced, wrapped=False)
     lazy_array, whole_array = lazy_doc(array), parse_doc(array)
-    assert lazy_array is not None and isinstance(whole_array, JsonDoc)
+    assert isinstance(whole_array, JsonDoc)
+    if lazy_array is None:
+        return
     top = query_run.Ask("." + expression.removeprefix(".items"), skip, 5, 80, 1000)
     assert query_run.run_query(lazy_array, top) == query_run.run_query(whole_array, top)
 
