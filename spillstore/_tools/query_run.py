@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from spillstore._core.json_doc import JsonDoc
+from spillstore._core.json_doc import JsonDoc, NotJson
 from spillstore._core.json_eval import Program, compile_jq
 from spillstore._core.json_jq import Node, Unsupported, parse_jq
 from spillstore._core.json_lazy import Keep, LazyDoc, parse_chunked
@@ -89,6 +89,10 @@ def _streamed(doc: LazyDoc, ask: Ask) -> tuple[Any, ...] | None:
     while stages and stages[0] == ("identity",):
         stages.pop(0)
     base: list[Any] = [] if doc.key is None else [doc.key]
+    if base and stages and stages[0][0] == "field" and stages[0][1] != doc.key:
+        return _on_head(doc, ask, stages)
+    if stages == [("field", doc.key), ("call", "length", ())]:
+        return _page(doc, ask, lambda root: [(doc.count, None)])
     prefix = [*(("field", key) for key in base), ("iterate",)]
     if stages[: len(prefix)] != prefix:
         return None
@@ -111,6 +115,20 @@ def _streamed(doc: LazyDoc, ask: Ask) -> tuple[Any, ...] | None:
         return _page(doc, ask, results)
     except (Unsupported, JqError, RecursionError):
         return None  # run on the whole document: natively again, then jq words it
+
+
+def _on_head(doc: LazyDoc, ask: Ask, stages: list[Node]) -> tuple[Any, ...] | None:
+    """A program whose first step is another member of the root never reaches the
+    array: it runs on the members before it, parsed apart (at the same offsets)."""
+    head = doc.head()
+    if isinstance(head, NotJson) or not head.strict:
+        return None
+    try:
+        program = _pipe_of(stages)
+        assert program is not None  # stages is not empty
+        return _page(doc, ask, lambda root: program.run(head.values[0]))
+    except (Unsupported, JqError, RecursionError):
+        return None
 
 
 def _stages(node: Node) -> list[Node]:

@@ -98,6 +98,9 @@ EXPRESSIONS = [
     ".items[] | .. | numbers",
     ".items | length",
     ".total",
+    ".note[] | . + 1",
+    ".note | .[1]",
+    '.missing // "none"',
 ]
 
 
