@@ -1,6 +1,9 @@
 """Benchmark: JSON spills: query_spill vs the jq command line, the shape vs json.loads.
 
-Run:  .venv/bin/python -m benchmarks.bench_json [--quick] [--query-only]
+Run:  .venv/bin/python -m benchmarks.bench_json [--quick | --big] [--query-only]
+
+``--quick``: the ~6.9 MB document only; ``--big``: the ~100 MB one only (3 rounds);
+``--query-only``: leave out the shape (on 100 MB) and the non-JSON path.
 
 Side by side in one run (design: the machine is shared, so only ratios mean anything):
 
@@ -234,23 +237,28 @@ def non_json_figures(size: int, rounds: int, root: str) -> None:
 def main() -> None:
     quick = "--quick" in sys.argv
     only_query = "--query-only" in sys.argv
+    only_big = "--big" in sys.argv
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}")
     root = tempfile.mkdtemp(prefix="spillstore-bench-json-")
     started = time.perf_counter()
     try:
-        small = document(72_000)
-        query_figures("needle, ~6.9 MB document", small, 5, root)
-        shape_figures("the ~6.9 MB document", small, 5)
-        cpu_figures(small, 5, root)
-        if not only_query:
-            non_json_figures(10_000_000, 7, root)
+        if not only_big:
+            small = document(72_000)
+            query_figures("needle, ~6.9 MB document", small, 5, root)
+            shape_figures("the ~6.9 MB document", small, 5)
+            cpu_figures(small, 5, root)
+            del small
+            if not only_query:
+                non_json_figures(10_000_000, 7, root)
         if not quick:
             big = document(1_000_000)
-            query_figures("needle, ~100 MB document", big, 1, root)
-            shape_figures("the ~100 MB document", big, 1)
+            query_figures("needle, ~100 MB document", big, 3 if only_big else 1, root)
+            cpu_figures(big, 3, root)
+            if not only_query:
+                shape_figures("the ~100 MB document", big, 1)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"\n(total {time.perf_counter() - started:.0f} s)")
+    print(f"\n(total {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

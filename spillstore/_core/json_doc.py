@@ -17,6 +17,12 @@ once and kept, so later paths into the same container are O(1) per step.
 query evaluator, and builds them in the same pass that indexes the top of the document:
 the root's members, each parsed by the C decoder; deeper containers are indexed when a
 path first walks into them.
+
+A JSON document (not JSON Lines) is parsed by orjson first, straight from the bytes (the
+text is decoded only when something asks for it: jq, or a range in a document orjson
+would write differently). When the document is written exactly as orjson writes it
+(compact, no escapes it would not use: :meth:`JsonDoc.canonical`), a value's range is
+computed from the lengths of its siblings' compact forms, without scanning the text.
 """
 
 from __future__ import annotations
@@ -27,13 +33,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
+from spillstore._core.json_spans import compact_spans
+
 __all__ = [
     "JSON_START_BYTES",
+    "ORJSON_BYTES",
     "JsonDoc",
     "JsonKind",
     "NotJson",
+    "exact_numbers",
     "looks_like_json",
     "parse_doc",
+    "scan_value",
 ]
 
 JsonKind = Literal["json", "ndjson"]
@@ -64,10 +77,29 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 _SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 _WHITESPACE_CHARS = frozenset(" \t\n\r")
+_WHITESPACE_BYTES = frozenset(b" \t\n\r")
+
+_DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+"""Every digit to ``0``, every other byte to a space (:func:`exact_numbers`)."""
+
+ORJSON_BYTES = 16 * 1024 * 1024
+"""The largest document orjson parses whole: its parse reserves about 19 times the
+document in address space, and it crashes (rather than failing) when a limit on that
+is reached. Larger ones go to the standard decoder (or a chunk at a time:
+:mod:`~spillstore._core.json_lazy`)."""
+
+_LONG_INTEGER = b"0" * 19
+"""A run of 19 digits: the shortest integer past 64 bits has 20, but a 19-digit one may
+be past ``2**63``: orjson turns those into floats, so such a document is parsed again by
+the standard decoder."""
 
 
-def _scan(text: str, pos: int) -> tuple[Any, int]:
-    """The value starting exactly at ``pos`` and its end (the decoder's C scanner)."""
+def scan_value(text: str, pos: int) -> tuple[Any, int]:
+    """The value starting exactly at ``pos`` and its end (the decoder's C scanner).
+
+    Raises:
+        ValueError: no JSON value starts at ``pos``.
+    """
     try:
         return _SCAN_ONCE(text, pos)
     except StopIteration as stop:
@@ -98,32 +130,56 @@ class JsonDoc:
     """A JSON or JSON Lines text, with the byte offsets of the values it holds.
 
     Attributes:
-        text: the decoded text (the stored bytes, decoded as strict UTF-8).
+        data: the stored bytes.
         kind: ``"json"`` or ``"ndjson"``.
-        roots: each top-level value as ``(line, start, end)``: its 1-based line (1 for
-            a JSON document) and its character range.
-        total_bytes: the size of the original bytes.
+        roots: each top-level value as ``(line, start, end)``: its 1-based line and
+            its range: in bytes for a JSON document (line 1), in characters of the
+            text for JSON Lines.
         skipped_lines: JSON Lines only: non-blank lines that hold no JSON object or
             array (text around JSON lines); 0 for strict JSON Lines.
         values: the parsed value of each root, in order.
+        strict: the values were parsed by orjson, which refuses what jq refuses and
+            Python reads (a lone surrogate escape).
+        chunks: the :class:`~spillstore._core.json_lazy.LazyDoc` the values were
+            parsed from a chunk at a time, if they were: a range in a document not
+            written as orjson writes it is then found within one chunk.
     """
 
-    text: str
+    data: bytes
     kind: JsonKind
     roots: list[tuple[int, int, int]]
-    total_bytes: int
     skipped_lines: int = 0
     values: list[Any] = field(default_factory=list)
+    strict: bool = False
+    _text: str | None = None
     _ascii: bool = False
     _checkpoints: list[int] | None = None
     _members: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
     _items: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    chunks: Any = None
+    _canonical: tuple[int, int] | None = None
+    _canonical_known: bool = False
+    _spans: dict[int, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._ascii = self.total_bytes == len(self.text)
+        self._ascii = self.data.isascii()
+
+    @property
+    def total_bytes(self) -> int:
+        """The size of the original bytes."""
+        return len(self.data)
+
+    @property
+    def text(self) -> str:
+        """The decoded text (decoded when first asked for, then kept)."""
+        if self._text is None:
+            self._text = self.data.decode("utf-8")
+        return self._text
 
     def root_text(self, index: int) -> str:
-        """The text of the ``index``-th top-level value."""
+        """The text of the ``index``-th top-level value (a JSON document: all of it)."""
+        if self.kind == "json":
+            return self.text
         _, start, end = self.roots[index]
         return self.text[start:end]
 
@@ -149,6 +205,13 @@ class JsonDoc:
         value of the text (a missing key, an index out of range, a slice).
         """
         _, start, end = self.roots[root]
+        if self.kind == "json":
+            if self.canonical() is not None:
+                return self._locate_canonical(path)
+            if self.chunks is not None:
+                return self.chunks.locate(root, path)  # type: ignore[no-any-return]
+            # Whitespace around the value is ASCII: as many characters as bytes.
+            end = len(self.text) - (len(self.data) - end)
         for step in path:
             opener = self.text[start]
             if isinstance(step, str) and opener == "{":
@@ -164,6 +227,50 @@ class JsonDoc:
             start, end = found
         return self.byte_of(start), self.byte_of(end)
 
+    def canonical(self) -> tuple[int, int] | None:
+        """The root's ``[start, end)`` bytes when the document is written exactly as
+        orjson writes its value (compact, the same escapes and numbers), else None.
+
+        Then the range of every value in it follows from the compact forms' lengths.
+        """
+        if not self._canonical_known:
+            self._canonical_known = True
+            at = _BYTE_WHITESPACE.match(self.data).end()  # type: ignore[union-attr]
+            try:
+                written = orjson.dumps(self.values[0])
+            except (orjson.JSONEncodeError, TypeError):  # a lone surrogate, a big integer
+                return None
+            end = at + len(written)
+            tail = _BYTE_WHITESPACE.match(self.data, end).end()  # type: ignore[union-attr]
+            if tail == len(self.data) and self.data.startswith(written, at):
+                self._canonical = (at, end)
+        return self._canonical
+
+    def _locate_canonical(self, path: list[object]) -> tuple[int, int] | None:
+        """:meth:`locate` in a canonical document: each container's member offsets
+        are the running sum of its members' compact lengths (kept per container)."""
+        start, end = self._canonical  # type: ignore[misc]
+        value = self.values[0]
+        for step in path:
+            spans = self._spans.get(start)
+            if spans is None:
+                spans = self._spans[start] = compact_spans(value, start, end)
+            if isinstance(step, str) and isinstance(value, dict):
+                found = spans.get(step)
+                if found is None:
+                    return None
+                start, end = found
+                value = value[step]
+            elif isinstance(step, int) and not isinstance(step, bool) and isinstance(value, list):
+                index = step + len(value) if step < 0 else step
+                if not 0 <= index < len(value):
+                    return None
+                start, end = spans[index]
+                value = value[index]
+            else:
+                return None
+        return start, end
+
     def parse_indexed(self, start: int) -> tuple[Any, int]:
         """The value at ``start`` and its end, strictly parsed, with the members of the
         container at ``start`` indexed on the way (:data:`INDEX_LEVELS`).
@@ -173,7 +280,7 @@ class JsonDoc:
         """
         text = self.text
         if text[start] == "[" and text[_skip(text, start + 1)] not in "{[]":
-            return _scan(text, start)  # scalars: parsed whole in C, indexed when a path asks
+            return scan_value(text, start)  # scalars: parsed whole in C, indexed when a path asks
         return self._walk(start, INDEX_LEVELS, keep=True)
 
     def _walk(self, start: int, levels: int, *, keep: bool) -> tuple[Any, int]:
@@ -185,7 +292,7 @@ class JsonDoc:
         text = self.text
         opener = text[start]
         if levels <= 0 or opener not in "{[":
-            return _scan(text, start)
+            return scan_value(text, start)
         is_object = opener == "{"
         closer = "}" if is_object else "]"
         walk = levels > 1
@@ -199,7 +306,7 @@ class JsonDoc:
                 if is_object:
                     if text[pos] != '"':
                         raise ValueError(f"a key must be a string (character {pos})")
-                    key, pos = _scan(text, pos)
+                    key, pos = scan_value(text, pos)
                     if text[pos] != ":":
                         pos = _skip(text, pos)
                         if text[pos] != ":":
@@ -208,7 +315,7 @@ class JsonDoc:
                 if walk and text[pos] in "{[":
                     value, end = self._walk(pos, levels - 1, keep=keep)
                 else:
-                    value, end = _scan(text, pos)
+                    value, end = scan_value(text, pos)
                 if is_object:
                     members[key] = (pos, end)  # a repeated key: the last one wins, as in jq
                     if keep:
@@ -251,6 +358,28 @@ class JsonDoc:
         return items
 
 
+def exact_numbers(data: bytes) -> bool:
+    """Whether orjson reads every number of ``data`` as the standard decoder does: no
+    run of 19 digits (an integer past 64 bits becomes a float in orjson)."""
+    return _LONG_INTEGER not in data.translate(_DIGITS)
+
+
+def _fast_parse(data: bytes) -> JsonDoc | None:
+    """``data`` as one JSON value parsed by orjson, or None (not one JSON value for
+    orjson, or a long integer: the standard decoder then decides)."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not exact_numbers(data):
+        return None
+    at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
+    end = len(data)
+    while end > at and data[end - 1] in _WHITESPACE_BYTES:
+        end -= 1
+    return JsonDoc(data, "json", [(1, at, end)], values=[value], strict=True)
+
+
 def _skip(text: str, pos: int) -> int:
     """The index of the first non-whitespace character at or after ``pos``."""
     return _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]
@@ -259,25 +388,30 @@ def _skip(text: str, pos: int) -> int:
 def parse_doc(data: bytes) -> JsonDoc | NotJson:
     """Decide whether ``data`` is JSON or JSON Lines, and index its top-level values.
 
-    Costs one parse of the text (the values are dropped as they are parsed); a line
-    whose first significant character cannot start JSON is skipped unparsed.
+    Costs one parse: orjson's of the bytes for one JSON value, else the standard
+    decoder's of the text (indexing the root's members, or each line); a line whose
+    first significant character cannot start JSON is skipped unparsed.
     """
     at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
     if at == len(data):
         return NotJson("it is empty")
+    if data[at] in JSON_START_BYTES and len(data) <= ORJSON_BYTES:
+        fast = _fast_parse(data)
+        if fast is not None:
+            return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return NotJson(f"it is not valid UTF-8 (byte {exc.start})")
     start = _skip(text, 0)
     if data[at] in JSON_START_BYTES:
-        doc = JsonDoc(text, "json", [], len(data))
+        doc = JsonDoc(data, "json", [], _text=text)
         try:
             value, end = doc.parse_indexed(start)
         except (ValueError, IndexError, RecursionError):
             end = -1
         if end >= 0 and _skip(text, end) == len(text):
-            doc.roots.append((1, start, end))
+            doc.roots.append((1, start, len(data) - (len(text) - end)))
             doc.values.append(value)
             return doc
         del doc
@@ -308,7 +442,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
             return NotJson(first_failure or "no line holds JSON")
         roots = [roots[at] for at in kept]
         values = [values[at] for at in kept]
-    return JsonDoc(text, "ndjson", roots, len(data), skipped_lines=skipped, values=values)
+    return JsonDoc(data, "ndjson", roots, skipped_lines=skipped, values=values, _text=text)
 
 
 def _line_failure(text: str, pos: int, line_end: int) -> tuple[Any, int] | str:

@@ -43,6 +43,7 @@ from spillstore._core.json_values import (
     get_index,
     is_number,
     iterate,
+    jq_equal,
     path_list,
     recurse,
     truthy,
@@ -57,8 +58,9 @@ class Program:
     """A compiled expression: :meth:`run` yields ``(value, path)`` for each result,
     ``path`` a list of keys and indexes for a value of the document, else ``None``."""
 
-    def __init__(self, expression: str) -> None:
-        self._root = self._compile(parse_jq(expression), frozenset())
+    def __init__(self, expression: str | Node) -> None:
+        tree = parse_jq(expression) if isinstance(expression, str) else expression
+        self._root = self._compile(tree, frozenset())
 
     def run(self, value: Any) -> Iterator[tuple[Any, list[Any] | None]]:
         """Every result of the program on ``value``, lazily, in jq's order.
@@ -108,6 +110,10 @@ class Program:
         if kind == "neg":
             return self._negate(self._compile(node[1], scope))
         if kind == "binop":
+            if node[1] == "==":
+                fast = _field_equals(node[2], node[3]) or _field_equals(node[3], node[2])
+                if fast is not None:
+                    return fast
             left, right = self._compile(node[2], scope), self._compile(node[3], scope)
             return self._binop(node[1], left, right)
         if kind in ("and", "or"):
@@ -310,8 +316,24 @@ class Program:
         return Compiled(run)
 
 
-def compile_jq(expression: str) -> Program:
-    """``expression`` compiled for the native evaluator.
+def _field_equals(field: Node, literal: Node) -> Compiled | None:
+    """``.f == "text"`` (the needle's test): only a string equals a string, so on an
+    object it is one look-up and one comparison; anything else as ``==`` does it."""
+    if field[0] != "field" or literal[0] != "literal" or type(literal[1]) is not str:
+        return None
+    key, text = field[1], literal[1]
+
+    def one(value: Any, env: Env) -> bool:
+        if type(value) is dict:
+            return value.get(key) == text
+        return bool(jq_equal(get_field(value, key), text))
+
+    return from_one(one)
+
+
+def compile_jq(expression: str | Node) -> Program:
+    """``expression`` (or its tree from :func:`~spillstore._core.json_jq.parse_jq`)
+    compiled for the native evaluator.
 
     Raises:
         Unsupported: it is outside the subset (jq runs it).

@@ -20,17 +20,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from spillstore._core.json_doc import JsonDoc
-from spillstore._core.json_eval import compile_jq
-from spillstore._core.json_jq import Unsupported
+from spillstore._core.json_doc import JsonDoc, NotJson
+from spillstore._core.json_eval import Program, compile_jq
+from spillstore._core.json_jq import Node, Unsupported, parse_jq
+from spillstore._core.json_lazy import Keep, LazyDoc, parse_chunked
 from spillstore._core.json_values import JqError
 from spillstore._core.utf8 import utf8_size
 
 __all__ = ["Ask", "run_query"]
 
 _LONE_SURROGATE = re.compile(
-    r"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-    r"|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"|\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 )
 """A lone surrogate escape in JSON text (an escaped backslash before ``u`` may match
 too: then jq answers, which is only slower)."""
@@ -53,9 +54,22 @@ class Ask:
     max_total_bytes: int
 
 
-def run_query(doc: JsonDoc, ask: Ask) -> tuple[Any, ...]:
+def run_query(doc: JsonDoc | LazyDoc, ask: Ask) -> tuple[Any, ...]:
     """Run ``ask`` natively on the kept values when the expression is in the subset,
-    else (or when it fails: jq words the error) with jq."""
+    else (or when it fails: jq words the error) with jq.
+
+    On a :class:`LazyDoc`, an expression ``.key[] | rest`` (``.[] | rest`` on an array)
+    runs item by item, a chunk parsed at a time; any other is run on the whole document,
+    parsed for this query only.
+    """
+    if isinstance(doc, LazyDoc):
+        streamed = _streamed(doc, ask)
+        if streamed is not None:
+            return streamed
+        whole = parse_chunked(doc.data)
+        if whole is None:  # pragma: no cover - it was cut once
+            return ("error", "notjson", "it could not be parsed again")
+        return run_query(whole, ask)
     if _native_safe(doc):
         try:
             program = compile_jq(ask.expression)
@@ -65,15 +79,114 @@ def run_query(doc: JsonDoc, ask: Ask) -> tuple[Any, ...]:
     return _run_jq(doc, ask)
 
 
+def _streamed(doc: LazyDoc, ask: Ask) -> tuple[Any, ...] | None:
+    """``ask`` run over the lazy array's items, or None: the expression does not start
+    with the iteration of that array (or leaves the native subset)."""
+    try:
+        stages = _stages(parse_jq(ask.expression))
+    except Unsupported:
+        return None
+    while stages and stages[0] == ("identity",):
+        stages.pop(0)
+    base: list[Any] = [] if doc.key is None else [doc.key]
+    if base and stages and stages[0][0] == "field" and stages[0][1] != doc.key:
+        return _on_head(doc, ask, stages)
+    if stages == [("field", doc.key), ("call", "length", ())]:
+        return _page(doc, ask, lambda root: [(doc.count, None)])
+    prefix = [*(("field", key) for key in base), ("iterate",)]
+    if stages[: len(prefix)] != prefix:
+        return None
+    rest = stages[len(prefix) :]
+    keep = _needle(rest[0]) if rest else None
+    try:
+        program = _pipe_of(rest)
+    except Unsupported:
+        return None
+
+    def results(root: int) -> Iterable[tuple[Any, list[Any] | None]]:
+        for index, item in doc.each(keep):
+            if program is None:
+                yield item, [*base, index]
+                continue
+            for value, path in program.run(item):
+                yield value, (None if path is None else [*base, index, *path])
+
+    try:
+        return _page(doc, ask, results)
+    except (Unsupported, JqError, RecursionError):
+        return None  # run on the whole document: natively again, then jq words it
+
+
+def _on_head(doc: LazyDoc, ask: Ask, stages: list[Node]) -> tuple[Any, ...] | None:
+    """A program whose first step is another member of the root never reaches the
+    array: it runs on the members before it, parsed apart (at the same offsets)."""
+    head = doc.head()
+    if isinstance(head, NotJson) or not head.strict:
+        return None
+    try:
+        program = _pipe_of(stages)
+        assert program is not None  # stages is not empty
+        return _page(doc, ask, lambda root: program.run(head.values[0]))
+    except (Unsupported, JqError, RecursionError):
+        return None
+
+
+def _stages(node: Node) -> list[Node]:
+    """A pipeline's stages, left to right (jq's pipe is associative)."""
+    if node[0] == "pipe":
+        return [*_stages(node[1]), *_stages(node[2])]
+    return [node]
+
+
+def _pipe_of(stages: list[Node]) -> Program | None:
+    if not stages:
+        return None
+    node = stages[-1]
+    for stage in reversed(stages[:-1]):
+        node = ("pipe", stage, node)
+    return compile_jq(node)
+
+
+_NEEDLE_NUMBER = 10**15
+"""A number literal below this is written positionally by orjson, as an integer or a
+float (``500000``, ``500000.0``): its digits are a needle."""
+
+
+def _needle(stage: Node) -> Keep | None:
+    """For ``select(.f == "text")``: the bytes an item written without escapes must
+    hold to pass it (``"text"`` in UTF-8); for ``select(.f == 12)``, the digits an item
+    written as orjson writes it must hold; else None."""
+    if stage[0] != "call" or stage[1] != "select" or len(stage[2]) != 1:
+        return None
+    condition = stage[2][0]
+    if condition[0] != "binop" or condition[1] != "==":
+        return None
+    sides = {condition[2][0]: condition[2], condition[3][0]: condition[3]}
+    field, literal = sides.get("field"), sides.get("literal")
+    if field is None or literal is None:
+        return None
+    value = literal[1]
+    if isinstance(value, str):
+        try:
+            return b'"' + value.encode("utf-8") + b'"', False
+        except UnicodeEncodeError:  # a lone surrogate: no prefilter
+            return None
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and abs(value) < _NEEDLE_NUMBER and value == int(value):  # not inf, nan
+        return str(int(value)).encode(), True
+    return None
+
+
 def _native_safe(doc: JsonDoc) -> bool:
     """Whether the native evaluator may answer on ``doc``: not when its text has a
-    lone surrogate escape (Python parses it, jq refuses the document)."""
-    if "\\u" not in doc.text:
+    lone surrogate escape (Python parses it, jq refuses the document; orjson refuses
+    it too)."""
+    if doc.strict or b"\\u" not in doc.data:
         return True
-    return _LONE_SURROGATE.search(doc.text) is None
+    return _LONE_SURROGATE.search(doc.data) is None
 
 
-def _page(doc: JsonDoc, ask: Ask, results: Results) -> tuple[Any, ...]:
+def _page(doc: JsonDoc | LazyDoc, ask: Ask, results: Results) -> tuple[Any, ...]:
     """The page of results: skip ``ask.skip``, then up to the limit and the byte cap;
     ``paths``: every result shown is a value of the document."""
     found: list[Item] = []
