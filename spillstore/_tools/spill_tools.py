@@ -285,17 +285,16 @@ class SpillTools:
 
     def _page(self, args: ToolArgs) -> str:
         """The text of the page ``args`` asks for (errors the model should see raise)."""
-        # Loaded on first call: an MCP proxy lists the tools at start, on its client's path.
-        from spillstore._tools.grep import Search  # noqa: PLC0415
-        from spillstore._tools.list import list_page  # noqa: PLC0415
-        from spillstore._tools.query import query_page  # noqa: PLC0415
-        from spillstore._tools.query_worker import QueryWorker  # noqa: PLC0415
-        from spillstore._tools.read import read_page  # noqa: PLC0415
-        from spillstore._tools.regex import compile_pattern  # noqa: PLC0415
-
+        # Each tool's modules load on its first call: an MCP proxy lists the tools at
+        # start, on its client's path, and needs none of them for that.
         if isinstance(args, ReadArgs):
+            from spillstore._tools.read import read_page  # noqa: PLC0415
+
             return read_page(self, self._meta(args.spill, cached=True), args)
         if isinstance(args, GrepArgs):
+            from spillstore._tools.grep import Search  # noqa: PLC0415
+            from spillstore._tools.regex import compile_pattern  # noqa: PLC0415
+
             matcher = compile_pattern(
                 args.pattern, ignore_case=args.ignore_case, literal=args.literal
             )
@@ -305,6 +304,9 @@ class SpillTools:
                 metas = [self._meta(args.spill)]
             return Search(self, args, matcher, metas).run()
         if isinstance(args, QueryArgs):
+            from spillstore._tools.query import query_page  # noqa: PLC0415
+            from spillstore._tools.query_worker import QueryWorker  # noqa: PLC0415
+
             # Not the cached metadata: the worker may hold the document, so this stat is
             # what notices a spill deleted or expired since.
             with _STARTING:  # one worker per SpillTools, even if two threads query first
@@ -312,6 +314,8 @@ class SpillTools:
                     self._queries = QueryWorker()
             return query_page(self, self._queries, self._meta(args.spill), args)
         assert isinstance(args, ListArgs)
+        from spillstore._tools.list import list_page  # noqa: PLC0415
+
         return list_page(self, args)
 
     def _error(self, message: str) -> ToolResult:
