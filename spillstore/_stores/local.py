@@ -63,6 +63,7 @@ from spillstore._stores.local_files import (
     check_dir,
     make_dirs,
     unlink_quiet,
+    warn_skipped,
 )
 from spillstore._stores.local_gc import (
     in_use,
@@ -165,6 +166,7 @@ class LocalStore(Store):
         self._readers: dict[str, int] = {}
         self._readers_pid = os.getpid()
         self._readers_lock = threading.Lock()
+        self._skipped: set[str] | None = None  # sessions gc or clean already reported
         if found == STORE_FORMAT or self._catalog.has_table("spills"):
             self._migrate()
 
@@ -192,6 +194,15 @@ class LocalStore(Store):
     def _expired(self, spill_id: str) -> SpillExpired:
         return expired_error(spill_id, *(self._catalog.tombstone(spill_id) or (None, None)))
 
+    def _skip(self, name: str, exc: StoreError) -> None:
+        """Report a bad session directory: once per gc or clean, which look at it twice."""
+        skipped = self._skipped
+        if skipped is not None:
+            if name in skipped:
+                return
+            skipped.add(name)
+        warn_skipped(name, exc)
+
     def _stat(self, spill_id: str) -> SpillMeta:
         meta = self._catalog.get(spill_id)
         if meta is not None:
@@ -211,7 +222,7 @@ class LocalStore(Store):
             except StoreError as exc:
                 if session is not None:
                     raise
-                logger.warning("skipping session %s: %s", name, exc.strerror or exc)
+                self._skip(name, exc)
                 bad.add(name)
         return [m for m in metas if m.session not in bad] if bad else metas
 
@@ -349,8 +360,10 @@ class LocalStore(Store):
                 os.close(root_fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
+                self._skipped = set()
                 yield
             finally:
+                self._skipped = None
                 os.close(fd)
 
     def _orphans(
@@ -358,7 +371,7 @@ class LocalStore(Store):
     ) -> builtins.list[tuple[GcEntry, Callable[[], bool]]]:
         found: builtins.list[tuple[GcEntry, Callable[[], bool]]] = []
         with map_os_errors("cannot scan for leftovers"):
-            for name, dir_fd, listed in self._root.scan(session):
+            for name, dir_fd, listed in self._root.scan(session, skipped=self._skip):
                 entries = [e for e in listed if e.is_file(follow_symlinks=False)]
                 names = {e.name for e in listed}  # a bad sidecar keeps its files for check
                 names |= {f"{spill_id}.json" for spill_id in self._catalog.ids(name)}
@@ -403,7 +416,7 @@ class LocalStore(Store):
     def _after_gc(self, *, now: float) -> None:
         self._catalog.prune_tombstones(now - self._tombstone_ttl)
         with map_os_errors("cannot remove old session directories"):
-            for name, dir_fd, _ in self._root.scan(None):
+            for name, dir_fd, _ in self._root.scan(None, skipped=self._skip):
                 root_fd = self._root.open()
                 try:
                     # Only a marked, empty directory goes; a writer that loses the race

@@ -18,7 +18,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from spillstore._core.ids import is_session, validate_session
@@ -170,6 +170,11 @@ class LocalReader(MappedReader):
             self._fd = -1
 
 
+def warn_skipped(name: str, exc: StoreError) -> None:
+    """Report a session directory that cannot be used and is skipped."""
+    logger.warning("skipping session %s: %s", name, exc.strerror or exc)
+
+
 class LocalRoot:
     """A store root on disk: where each session's directory and each spill's files are.
 
@@ -270,14 +275,15 @@ class LocalRoot:
             os.close(root_fd)
 
     def scan(
-        self, session: str | None
+        self, session: str | None, *, skipped: Callable[[str, StoreError], None] | None = None
     ) -> Iterator[tuple[str, int, builtins.list[os.DirEntry[str]]]]:
         """Yield ``(session, dir_fd, entries)`` for ``session``, or for every session.
 
         A session directory that does not exist is skipped; ``dir_fd`` stays open until
         the next item is asked for. When scanning every session, a session directory
         that cannot be used (a symlink, another user's, writable by others) is skipped
-        with a warning, so one bad entry never stops the others.
+        and reported (to ``skipped``, else as a warning), so one bad entry never stops the
+        others.
         """
         for name in [session] if session is not None else self.session_names():
             try:
@@ -285,7 +291,7 @@ class LocalRoot:
             except StoreError as exc:
                 if session is not None:
                     raise
-                logger.warning("skipping session %s: %s", name, exc.strerror or exc)
+                (skipped or warn_skipped)(name, exc)
                 continue
             if fd < 0:
                 continue
