@@ -140,6 +140,16 @@ def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
     )
 
 
+def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
+    """The sessions that have rows, in order: one index seek each (``SELECT DISTINCT``
+    scans every row: 16 ms for 100,000)."""
+    (session,) = conn.execute("SELECT min(session) FROM spill").fetchone()
+    while session is not None:
+        yield session
+        sql = "SELECT min(session) FROM spill WHERE session > ?"
+        (session,) = conn.execute(sql, (session,)).fetchone()
+
+
 class Catalog:
     """The catalog database of one store root (connections per thread and process)."""
 
@@ -294,8 +304,7 @@ class Catalog:
                 return self._session_list(conn, session)
             conn.execute("BEGIN")  # one snapshot of every session
             try:
-                sql = "SELECT DISTINCT session FROM spill"
-                runs = [self._session_list(conn, name) for (name,) in conn.execute(sql)]
+                runs = [self._session_list(conn, name) for name in _sessions(conn)]
             finally:
                 conn.execute("COMMIT")
         if len(runs) == 1:

@@ -180,3 +180,22 @@ def test_an_id_that_is_two_ids_or_not_text_is_skipped(
         assert LocalStore(store.root).list("s") == [metas[0], metas[2]]
         assert LocalStore(store.root).list() == [metas[0], metas[2], other]
     assert "corrupt" in caplog.text
+
+
+def test_every_session_lists_in_order_past_a_session_that_is_not_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``list()`` walks the catalog's sessions one by one (text and BLOBs sort apart in
+    SQLite): a row whose session is not text is skipped and reported, and every other
+    session's spills come back, oldest first across sessions."""
+    store = LocalStore(tmp_path / "store")
+    metas = [
+        store.put(b"%d" % n, session=name, tool_name="t", tool_call_id=str(n))
+        for n, name in enumerate(["b", "a", "c", "a", "b", "c"])
+    ]
+    with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        db.execute("UPDATE spill SET session = ? WHERE spill_id = ?", (b"c", metas[2].spill_id))
+        db.commit()
+    with caplog.at_level(logging.WARNING, logger="spillstore"):
+        assert LocalStore(store.root).list() == [m for n, m in enumerate(metas) if n != 2]
+    assert caplog.text.count("corrupt") == 1
