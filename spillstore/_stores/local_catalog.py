@@ -28,7 +28,9 @@ from __future__ import annotations
 import builtins
 import contextlib
 import errno
+import itertools
 import json
+import operator
 import os
 import sqlite3
 import stat
@@ -93,6 +95,10 @@ _COLUMNS: Final = (
     "adopted"
 )
 _SELECT: Final = f"SELECT {ROW_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
+_LIST_SQL: Final = (
+    f"SELECT {LIST_COLUMNS} FROM spill WHERE session = ? ORDER BY created_at, spill_id"  # noqa: S608
+)
+_LIST_ORDER: Final = operator.attrgetter("created_at", "spill_id")
 _INSERT: Final = (
     f"INSERT OR IGNORE INTO spill ({_COLUMNS}, stored_bytes, dev, ino) "  # noqa: S608
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -132,6 +138,16 @@ def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
         meta.stored_bytes,
         *identity,
     )
+
+
+def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
+    """The sessions that have rows, in order: one index seek each (``SELECT DISTINCT``
+    scans every row: 16 ms for 100,000)."""
+    (session,) = conn.execute("SELECT min(session) FROM spill").fetchone()
+    while session is not None:
+        yield session
+        sql = "SELECT min(session) FROM spill WHERE session > ?"
+        (session,) = conn.execute(sql, (session,)).fetchone()
 
 
 class Catalog:
@@ -279,18 +295,28 @@ class Catalog:
 
     def list(self, session: str | None) -> builtins.list[SpillMeta]:
         """The spills of ``session`` (every session when None), oldest first; bad rows
-        skipped and reported. One query of the list columns, and a second one only for
-        rows that hold more than defaults (:mod:`~spillstore._stores.local_rows`)."""
-        where, args = ("", ()) if session is None else (" WHERE session = ?", (session,))
-        sql = f"SELECT {LIST_COLUMNS} FROM spill{where} ORDER BY created_at, spill_id"  # noqa: S608
+        skipped and reported. A session is one query of the list columns, and a second
+        one only for rows that hold more than defaults (:mod:`~spillstore._stores.
+        local_rows`); every session is each of them listed in one read transaction."""
         with _db_errors("cannot list spills"), gc_paused():
             conn = self._conn()
-            also = "" if session is None else " AND session = ?"
-            return metas_of(
-                self._base,
-                conn.execute(sql, args),
-                lambda: rare_of(conn.execute(RARE_SQL + also, args)),
-            )
+            if session is not None:
+                return self._session_list(conn, session)
+            conn.execute("BEGIN")  # one snapshot of every session
+            try:
+                runs = [self._session_list(conn, name) for name in _sessions(conn)]
+            finally:
+                conn.execute("COMMIT")
+        if len(runs) == 1:
+            return runs[0]
+        # each run is in order: the sort merges them
+        return sorted(itertools.chain.from_iterable(runs), key=_LIST_ORDER)
+
+    def _session_list(self, conn: sqlite3.Connection, session: str) -> builtins.list[SpillMeta]:
+        rows = conn.execute(_LIST_SQL, (session,))
+        return metas_of(
+            self._base, session, rows, lambda: rare_of(conn.execute(RARE_SQL, (session,)))
+        )
 
     def shared(self) -> dict[str, str]:
         """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""

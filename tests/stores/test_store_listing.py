@@ -102,8 +102,8 @@ def test_a_flagged_row_removed_between_the_two_queries_is_left_out(tmp_path: Pat
     plain = store.put(b"y", session="s", tool_name="t", tool_call_id="2")
     with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
         rows = db.execute(f"SELECT {LIST_COLUMNS} FROM spill ORDER BY created_at").fetchall()
-    assert [row[9] is not None for row in rows] == [True, False]
-    assert metas_of(store.root + "/", rows, dict) == [plain]
+    assert [row[-1] is not None for row in rows] == [True, False]
+    assert metas_of(store.root + "/", "s", rows, dict) == [plain]
     assert cut.stored_ranges != ((0, 50),)
 
 
@@ -155,3 +155,47 @@ def test_listing_leaves_a_disabled_collector_disabled(tmp_path: Path) -> None:
     store.put(b"x", session="s", tool_name="t", tool_call_id="1")
     assert len(store.list()) == 1
     assert not gc.isenabled()
+
+
+@pytest.mark.parametrize("bad_id", ["two", "blob"])
+def test_an_id_that_is_two_ids_or_not_text_is_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, bad_id: str
+) -> None:
+    """The ids of a list are checked in one match over them joined by newlines: an id
+    holding a newline between two well-formed ids, or a value that is not text, is
+    still caught (that row skipped and reported, the others listed), in a session's
+    list and in the list of every session."""
+    store = LocalStore(tmp_path / "store")
+    metas = [
+        store.put(b"%d" % n, session="s", tool_name="t", tool_call_id=str(n)) for n in range(3)
+    ]
+    other = store.put(b"o", session="o", tool_name="t", tool_call_id="o")
+    value: object = f"{metas[0].spill_id}\n{metas[2].spill_id}"
+    if bad_id == "blob":
+        value = metas[1].spill_id.encode()
+    with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        db.execute("UPDATE spill SET spill_id = ? WHERE spill_id = ?", (value, metas[1].spill_id))
+        db.commit()
+    with caplog.at_level(logging.WARNING, logger="spillstore"):
+        assert LocalStore(store.root).list("s") == [metas[0], metas[2]]
+        assert LocalStore(store.root).list() == [metas[0], metas[2], other]
+    assert "corrupt" in caplog.text
+
+
+def test_every_session_lists_in_order_past_a_session_that_is_not_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``list()`` walks the catalog's sessions one by one (text and BLOBs sort apart in
+    SQLite): a row whose session is not text is skipped and reported, and every other
+    session's spills come back, oldest first across sessions."""
+    store = LocalStore(tmp_path / "store")
+    metas = [
+        store.put(b"%d" % n, session=name, tool_name="t", tool_call_id=str(n))
+        for n, name in enumerate(["b", "a", "c", "a", "b", "c"])
+    ]
+    with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        db.execute("UPDATE spill SET session = ? WHERE spill_id = ?", (b"c", metas[2].spill_id))
+        db.commit()
+    with caplog.at_level(logging.WARNING, logger="spillstore"):
+        assert LocalStore(store.root).list() == [m for n, m in enumerate(metas) if n != 2]
+    assert caplog.text.count("corrupt") == 1
