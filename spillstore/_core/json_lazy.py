@@ -21,7 +21,8 @@ whole.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,9 +100,15 @@ class LazyDoc:
         """The parsed items of ``chunk``."""
         return orjson.loads(b"[" + self.data[chunk.start : chunk.end] + b"]")  # type: ignore[no-any-return]
 
-    def each(self, keep: Keep | None = None) -> Iterator[tuple[int, Any]]:
+    def each(
+        self,
+        keep: Keep | None = None,
+        parsing: Callable[[int], AbstractContextManager[None]] | None = None,
+    ) -> Iterator[tuple[int, Any]]:
         """Every item as ``(index, value)``, a chunk parsed at a time. With ``keep``,
-        a chunk of objects that cannot hold the value it names is skipped unparsed."""
+        a chunk of objects that cannot hold the value it names is skipped unparsed;
+        with ``parsing``, each chunk is parsed inside ``parsing(its size)`` (the query
+        worker's CPU allowance for a parse)."""
         data = self.data
         for chunk in self.chunks:
             if keep is not None and chunk.objects:
@@ -110,7 +117,9 @@ class LazyDoc:
                     data.find(needle, chunk.start, chunk.end) < 0
                 ):
                     continue
-            yield from enumerate(self.items(chunk), chunk.first)
+            with nullcontext() if parsing is None else parsing(chunk.end - chunk.start):
+                items = self.items(chunk)
+            yield from enumerate(items, chunk.first)
 
     def locate(self, root: int, path: list[object]) -> tuple[int, int] | None:
         """The ``[start, end)`` byte range of the value at ``path`` (as
