@@ -198,7 +198,7 @@ def parse_chunked(data: bytes) -> JsonDoc | None:
     times the document beside its result while it runs, a chunk's only the chunk's.
     """
     items: list[Any] = []
-    doc = lazy_doc(data, collect=items)
+    doc = lazy_doc(data, collect=items.extend)
     if doc is None:
         return None
     root: Any = items
@@ -213,10 +213,12 @@ def parse_chunked(data: bytes) -> JsonDoc | None:
     return JsonDoc(data, "json", doc.roots, values=[root], strict=strict, chunks=doc)
 
 
-def lazy_doc(data: bytes, *, collect: list[Any] | None = None) -> LazyDoc | None:
+def lazy_doc(
+    data: bytes, *, collect: Callable[[list[Any]], object] | None = None
+) -> LazyDoc | None:
     """``data`` as a :class:`LazyDoc`, or None when it is not of a shape kept lazily
-    (or not JSON: the caller parses it whole and says why). With ``collect``, every
-    item is appended to it as its chunk is parsed."""
+    (or not JSON: the caller parses it whole and says why). With ``collect``, each
+    chunk's items are handed to it, in order, as the chunk is parsed."""
     at = _skip(data, 0)
     end = len(data)
     while end > at and data[end - 1] in _WHITESPACE:
@@ -281,9 +283,11 @@ def _last_member(data: bytes, at: int, close: int) -> tuple[str, int] | None:
             return None
 
 
-def _cut(data: bytes, start: int, close: int, collect: list[Any] | None) -> list[Chunk] | None:
+def _cut(
+    data: bytes, start: int, close: int, collect: Callable[[list[Any]], object] | None
+) -> list[Chunk] | None:
     """The array ``data[start:close + 1]`` cut into chunks, each proved by its parse
-    (its items appended to ``collect``, then not checked for ``canonical``)."""
+    (its items handed to ``collect``, then not checked for ``canonical``)."""
     pos = _skip(data, start + 1)
     if pos == close:
         return []
@@ -322,7 +326,7 @@ def _cut(data: bytes, start: int, close: int, collect: list[Any] | None) -> list
             return None
         objects = all(type(item) is dict for item in items)
         if collect is not None:
-            collect += items
+            collect(items)
             canonical = False
         else:
             canonical = orjson.dumps(items) == wrapped
