@@ -63,7 +63,8 @@ def run_query(
 
     On a :class:`LazyDoc`, an expression ``.key[] | rest`` (``.[] | rest`` on an array)
     runs item by item, a chunk parsed at a time; any other is run on the whole document,
-    parsed for this query only. Every parse of the document (and jq's whole run, whose
+    parsed for this query only (or, outside the native subset, left to jq's own parse
+    of the text). Every parse of the document (and jq's whole run, whose
     parse cannot be told apart from it) runs in ``parsing(size)``: the worker's CPU
     limit lends it an allowance (:mod:`~spillstore._tools.query_limits`).
     """
@@ -71,6 +72,10 @@ def run_query(
         streamed = _streamed(doc, ask, parsing)
         if streamed is not None:
             return streamed
+        if not _native(ask.expression):
+            # jq parses the text itself: values parsed here would only take its room.
+            unparsed = JsonDoc(doc.data, "json", doc.roots, chunks=doc, _canonical_known=True)
+            return _run_jq(unparsed, ask, parsing)
         with parsing(doc.total_bytes):
             whole = parse_chunked(doc.data)
         if whole is None:  # pragma: no cover - it was cut once
@@ -83,6 +88,15 @@ def run_query(
         except (Unsupported, JqError, RecursionError):
             pass
     return _run_jq(doc, ask, parsing)
+
+
+def _native(expression: str) -> bool:
+    """Whether ``expression`` is in the native evaluator's subset."""
+    try:
+        compile_jq(expression)
+    except Unsupported:
+        return False
+    return True
 
 
 def _streamed(doc: LazyDoc, ask: Ask, parsing: Parsing) -> tuple[Any, ...] | None:
