@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -106,3 +107,20 @@ def test_a_parse_longer_than_the_query_limit_is_not_cut(worker: QueryWorker) -> 
     assert found[0].text == str(len(json.dumps(users["items"][-1], separators=(",", ":"))))
     worker.close()
     assert _reaped_cpu() - before > 2 * MAX_SECONDS  # the parses took longer than a query may
+
+
+def test_a_worker_that_gets_no_cpu_is_stopped_by_the_wall_deadline_and_says_so(
+    worker: QueryWorker,
+) -> None:
+    """The wall-time deadline (a busy machine, a stuck child) is the other bound; its
+    message names wall time, not the CPU limit. The child is paused (SIGSTOP) here."""
+    data = b'{"a": [1, 2]}'
+    assert _ask(worker, data, ".a[0]").found[0].text == "1"
+    proc = worker._proc
+    assert proc is not None
+    os.kill(proc.pid, signal.SIGSTOP)
+    with pytest.raises(QueryFailed) as failed:
+        _ask(worker, data, ".a[1]")
+    assert failed.value.kind == "time"
+    assert "of wall time" in failed.value.message and "CPU" not in failed.value.message
+    assert _ask(worker, data, ".a[1]").found[0].text == "2"  # a new worker answers
