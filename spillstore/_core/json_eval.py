@@ -24,6 +24,7 @@ rounds them to doubles), so comparisons of such numbers may differ.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -114,6 +115,9 @@ class Program:
                 fast = _field_equals(node[2], node[3]) or _field_equals(node[3], node[2])
                 if fast is not None:
                     return fast
+            fast = _field_order(node[1], node[2], node[3])
+            if fast is not None:
+                return fast
             left, right = self._compile(node[2], scope), self._compile(node[3], scope)
             return self._binop(node[1], left, right)
         if kind in ("and", "or"):
@@ -327,6 +331,42 @@ def _field_equals(field: Node, literal: Node) -> Compiled | None:
         if type(value) is dict:
             return value.get(key) == text
         return bool(jq_equal(get_field(value, key), text))
+
+    return from_one(one)
+
+
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+_SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _field_order(op: str, left: Node, right: Node) -> Compiled | None:
+    """``.f > 10`` (or ``10 < .f``; a filter's test against a number): a number field
+    of an object is compared at once (numbers compare as numbers, as
+    :func:`~spillstore._core.json_values.jq_compare` does); anything else as the
+    operator does it."""
+    if op not in _ORDER:
+        return None
+    if left[0] == "literal" and right[0] == "field":
+        op, left, right = _SWAPPED[op], right, left
+    if left[0] != "field" or right[0] != "literal":
+        return None
+    bound = right[1]
+    if type(bound) is not int and type(bound) is not float:
+        return None
+    key, fast, slow = left[1], _ORDER[op], COMPARE[op]
+
+    def one(value: Any, env: Env) -> bool:
+        if type(value) is dict:
+            found = value.get(key)
+            kind = type(found)
+            if kind is int or kind is float:
+                return fast(found, bound)
+        return slow(get_field(value, key), bound)
 
     return from_one(one)
 

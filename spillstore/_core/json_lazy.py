@@ -21,7 +21,8 @@ whole.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,9 +100,15 @@ class LazyDoc:
         """The parsed items of ``chunk``."""
         return orjson.loads(b"[" + self.data[chunk.start : chunk.end] + b"]")  # type: ignore[no-any-return]
 
-    def each(self, keep: Keep | None = None) -> Iterator[tuple[int, Any]]:
+    def each(
+        self,
+        keep: Keep | None = None,
+        parsing: Callable[[int], AbstractContextManager[None]] | None = None,
+    ) -> Iterator[tuple[int, Any]]:
         """Every item as ``(index, value)``, a chunk parsed at a time. With ``keep``,
-        a chunk of objects that cannot hold the value it names is skipped unparsed."""
+        a chunk of objects that cannot hold the value it names is skipped unparsed;
+        with ``parsing``, each chunk is parsed inside ``parsing(its size)`` (the query
+        worker's CPU allowance for a parse)."""
         data = self.data
         for chunk in self.chunks:
             if keep is not None and chunk.objects:
@@ -110,7 +117,9 @@ class LazyDoc:
                     data.find(needle, chunk.start, chunk.end) < 0
                 ):
                     continue
-            yield from enumerate(self.items(chunk), chunk.first)
+            with nullcontext() if parsing is None else parsing(chunk.end - chunk.start):
+                items = self.items(chunk)
+            yield from enumerate(items, chunk.first)
 
     def locate(self, root: int, path: list[object]) -> tuple[int, int] | None:
         """The ``[start, end)`` byte range of the value at ``path`` (as
@@ -189,7 +198,7 @@ def parse_chunked(data: bytes) -> JsonDoc | None:
     times the document beside its result while it runs, a chunk's only the chunk's.
     """
     items: list[Any] = []
-    doc = lazy_doc(data, collect=items)
+    doc = lazy_doc(data, collect=items.extend)
     if doc is None:
         return None
     root: Any = items
@@ -204,10 +213,12 @@ def parse_chunked(data: bytes) -> JsonDoc | None:
     return JsonDoc(data, "json", doc.roots, values=[root], strict=strict, chunks=doc)
 
 
-def lazy_doc(data: bytes, *, collect: list[Any] | None = None) -> LazyDoc | None:
+def lazy_doc(
+    data: bytes, *, collect: Callable[[list[Any]], object] | None = None
+) -> LazyDoc | None:
     """``data`` as a :class:`LazyDoc`, or None when it is not of a shape kept lazily
-    (or not JSON: the caller parses it whole and says why). With ``collect``, every
-    item is appended to it as its chunk is parsed."""
+    (or not JSON: the caller parses it whole and says why). With ``collect``, each
+    chunk's items are handed to it, in order, as the chunk is parsed."""
     at = _skip(data, 0)
     end = len(data)
     while end > at and data[end - 1] in _WHITESPACE:
@@ -272,9 +283,11 @@ def _last_member(data: bytes, at: int, close: int) -> tuple[str, int] | None:
             return None
 
 
-def _cut(data: bytes, start: int, close: int, collect: list[Any] | None) -> list[Chunk] | None:
+def _cut(
+    data: bytes, start: int, close: int, collect: Callable[[list[Any]], object] | None
+) -> list[Chunk] | None:
     """The array ``data[start:close + 1]`` cut into chunks, each proved by its parse
-    (its items appended to ``collect``, then not checked for ``canonical``)."""
+    (its items handed to ``collect``, then not checked for ``canonical``)."""
     pos = _skip(data, start + 1)
     if pos == close:
         return []
@@ -313,7 +326,7 @@ def _cut(data: bytes, start: int, close: int, collect: list[Any] | None) -> list
             return None
         objects = all(type(item) is dict for item in items)
         if collect is not None:
-            collect += items
+            collect(items)
             canonical = False
         else:
             canonical = orjson.dumps(items) == wrapped

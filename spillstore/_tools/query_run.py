@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from spillstore._core.json_jq import Node, Unsupported, parse_jq
 from spillstore._core.json_lazy import Keep, LazyDoc, parse_chunked
 from spillstore._core.json_values import JqError
 from spillstore._core.utf8 import utf8_size
+from spillstore._tools.query_limits import Parsing, no_parse_allowance
 
 __all__ = ["Ask", "run_query"]
 
@@ -54,34 +55,54 @@ class Ask:
     max_total_bytes: int
 
 
-def run_query(doc: JsonDoc | LazyDoc, ask: Ask) -> tuple[Any, ...]:
+def run_query(
+    doc: JsonDoc | LazyDoc, ask: Ask, parsing: Parsing = no_parse_allowance
+) -> tuple[Any, ...]:
     """Run ``ask`` natively on the kept values when the expression is in the subset,
     else (or when it fails: jq words the error) with jq.
 
     On a :class:`LazyDoc`, an expression ``.key[] | rest`` (``.[] | rest`` on an array)
     runs item by item, a chunk parsed at a time; any other is run on the whole document,
-    parsed for this query only.
+    parsed for this query only (or, outside the native subset, left to jq's own parse
+    of the text). Every parse of the document (and jq's whole run, whose
+    parse cannot be told apart from it) runs in ``parsing(size)``: the worker's CPU
+    limit lends it an allowance (:mod:`~spillstore._tools.query_limits`).
     """
     if isinstance(doc, LazyDoc):
-        streamed = _streamed(doc, ask)
+        streamed = _streamed(doc, ask, parsing)
         if streamed is not None:
             return streamed
-        whole = parse_chunked(doc.data)
+        if not _native(ask.expression):
+            # jq parses the text itself: values parsed here would only take its room.
+            unparsed = JsonDoc(doc.data, "json", doc.roots, chunks=doc, _canonical_known=True)
+            return _run_jq(unparsed, ask, parsing)
+        with parsing(doc.total_bytes):
+            whole = parse_chunked(doc.data)
         if whole is None:  # pragma: no cover - it was cut once
             return ("error", "notjson", "it could not be parsed again")
-        return run_query(whole, ask)
+        return run_query(whole, ask, parsing)
     if _native_safe(doc):
         try:
             program = compile_jq(ask.expression)
-            return _page(doc, ask, lambda root: program.run(doc.values[root]))
+            return _page(doc, ask, lambda root: program.run(doc.values[root]), parsing)
         except (Unsupported, JqError, RecursionError):
             pass
-    return _run_jq(doc, ask)
+    return _run_jq(doc, ask, parsing)
 
 
-def _streamed(doc: LazyDoc, ask: Ask) -> tuple[Any, ...] | None:
+def _native(expression: str) -> bool:
+    """Whether ``expression`` is in the native evaluator's subset."""
+    try:
+        compile_jq(expression)
+    except Unsupported:
+        return False
+    return True
+
+
+def _streamed(doc: LazyDoc, ask: Ask, parsing: Parsing) -> tuple[Any, ...] | None:
     """``ask`` run over the lazy array's items, or None: the expression does not start
-    with the iteration of that array (or leaves the native subset)."""
+    with the iteration of that array (or leaves the native subset). Each chunk is
+    parsed in ``parsing``."""
     try:
         stages = _stages(parse_jq(ask.expression))
     except Unsupported:
@@ -90,9 +111,9 @@ def _streamed(doc: LazyDoc, ask: Ask) -> tuple[Any, ...] | None:
         stages.pop(0)
     base: list[Any] = [] if doc.key is None else [doc.key]
     if base and stages and stages[0][0] == "field" and stages[0][1] != doc.key:
-        return _on_head(doc, ask, stages)
+        return _on_head(doc, ask, stages, parsing)
     if stages == [("field", doc.key), ("call", "length", ())]:
-        return _page(doc, ask, lambda root: [(doc.count, None)])
+        return _page(doc, ask, lambda root: [(doc.count, None)], parsing)
     prefix = [*(("field", key) for key in base), ("iterate",)]
     if stages[: len(prefix)] != prefix:
         return None
@@ -104,7 +125,7 @@ def _streamed(doc: LazyDoc, ask: Ask) -> tuple[Any, ...] | None:
         return None
 
     def results(root: int) -> Iterable[tuple[Any, list[Any] | None]]:
-        for index, item in doc.each(keep):
+        for index, item in doc.each(keep, parsing):
             if program is None:
                 yield item, [*base, index]
                 continue
@@ -112,12 +133,14 @@ def _streamed(doc: LazyDoc, ask: Ask) -> tuple[Any, ...] | None:
                 yield value, (None if path is None else [*base, index, *path])
 
     try:
-        return _page(doc, ask, results)
+        return _page(doc, ask, results, parsing)
     except (Unsupported, JqError, RecursionError):
         return None  # run on the whole document: natively again, then jq words it
 
 
-def _on_head(doc: LazyDoc, ask: Ask, stages: list[Node]) -> tuple[Any, ...] | None:
+def _on_head(
+    doc: LazyDoc, ask: Ask, stages: list[Node], parsing: Parsing
+) -> tuple[Any, ...] | None:
     """A program whose first step is another member of the root never reaches the
     array: it runs on the members before it, parsed apart (at the same offsets)."""
     head = doc.head()
@@ -126,7 +149,7 @@ def _on_head(doc: LazyDoc, ask: Ask, stages: list[Node]) -> tuple[Any, ...] | No
     try:
         program = _pipe_of(stages)
         assert program is not None  # stages is not empty
-        return _page(doc, ask, lambda root: program.run(head.values[0]))
+        return _page(doc, ask, lambda root: program.run(head.values[0]), parsing)
     except (Unsupported, JqError, RecursionError):
         return None
 
@@ -186,9 +209,11 @@ def _native_safe(doc: JsonDoc) -> bool:
     return _LONE_SURROGATE.search(doc.data) is None
 
 
-def _page(doc: JsonDoc | LazyDoc, ask: Ask, results: Results) -> tuple[Any, ...]:
+def _page(doc: JsonDoc | LazyDoc, ask: Ask, results: Results, parsing: Parsing) -> tuple[Any, ...]:
     """The page of results: skip ``ask.skip``, then up to the limit and the byte cap;
-    ``paths``: every result shown is a value of the document."""
+    ``paths``: every result shown is a value of the document. Finding a value of the
+    document and writing it out (work bounded by the document, not the program) run
+    in ``parsing``."""
     found: list[Item] = []
     seen = total = 0
     paths = True
@@ -199,9 +224,13 @@ def _page(doc: JsonDoc | LazyDoc, ask: Ask, results: Results) -> tuple[Any, ...]
                 continue
             if len(found) >= ask.limit or total >= ask.max_total_bytes:
                 return ("results", found, True, doc.kind, paths, doc.skipped_lines)
-            byte_range = None if path is None else doc.locate(root, path)
-            paths = paths and path is not None
-            found.append(_found(value, byte_range, line if doc.kind == "ndjson" else None, ask))
+            line_of = line if doc.kind == "ndjson" else None
+            if path is None:
+                paths = False
+                found.append(_found(value, None, line_of, ask))
+            else:
+                with parsing(doc.total_bytes):
+                    found.append(_found(value, doc.locate(root, path), line_of, ask))
             total += utf8_size(found[-1][0]) + _LABEL_BYTES
     return ("results", found, False, doc.kind, paths, doc.skipped_lines)
 
@@ -226,37 +255,96 @@ def _has_infinity(value: Any) -> bool:
     return False
 
 
-def _run_jq(doc: JsonDoc, ask: Ask) -> tuple[Any, ...]:
-    """Run ``ask`` with jq as a path expression (values with ranges), else as it is."""
+_MARKED = ". as $__spillstore_input | null, ((\n{}\n) | [.]), ($__spillstore_input | null)"
+"""A jq program written inside this emits ``null`` as soon as jq has parsed its input,
+then each of its own results wrapped in an array, then ``null`` again; jq frees the
+parsed input after that (the variable holds it until then). The markers tell jq's parse
+and its freeing of the input (work that grows with the document, granted an allowance)
+from the program's own time (the query's); jq's parse, run and freeing are otherwise
+one call of the binding."""
+
+_PATHS = "path(\n{}\n) as $p | [$p, getpath($p)]"
+"""A path expression's results, each with its path."""
+
+_NOT_A_PATH = (
+    'try ({}) catch (if type == "string" and startswith("Invalid path expression")'
+    ' then {{"not_a_path": .}} else error end)'
+)
+""":data:`_PATHS` inside :data:`_MARKED`: an expression that is not a path expression
+yields ``{"not_a_path": message}`` instead of failing, so jq frees its input after the
+last marker (on the parse's allowance), not while the error unwinds (on the query's
+time: 0.3 s per 19 MB); any other error is raised again as it was."""
+
+
+def _run_jq(doc: JsonDoc, ask: Ask, parsing: Parsing = no_parse_allowance) -> tuple[Any, ...]:
+    """Run ``ask`` with jq as a path expression (values with ranges), else as it is.
+
+    jq parses the text on each run, inside ``parsing``; the program's own time is the
+    query's. A program that does not compile behind the marker (a ``module``
+    directive) runs whole inside ``parsing``.
+    """
     import jq  # type: ignore[import-not-found]  # noqa: PLC0415 - only the child loads it
 
+    marked = True
     try:
-        plain = jq.compile(ask.expression)
-    except ValueError as exc:
-        return ("error", "syntax", str(exc))
+        plain = jq.compile(_MARKED.format(ask.expression))
+    except ValueError:
+        marked = False
+        try:
+            plain = jq.compile(ask.expression)
+        except ValueError as exc:
+            return ("error", "syntax", str(exc))
+    paths = _PATHS.format(ask.expression)
     try:
-        located = jq.compile(f"path(\n{ask.expression}\n) as $p | [$p, getpath($p)]")
+        located = jq.compile(_MARKED.format(_NOT_A_PATH.format(paths)) if marked else paths)
     except ValueError:
         located = None
     if located is not None:
         try:
-            return _page(doc, ask, lambda root: _jq_results(doc, located, root, paths=True))
+            return _page(doc, ask, _jq_run(doc, located, True, marked, parsing), parsing)
         except ValueError as exc:
             if "Invalid path expression" not in str(exc):
                 return _failed(exc)
     try:
-        return _page(doc, ask, lambda root: _jq_results(doc, plain, root, paths=False))
+        return _page(doc, ask, _jq_run(doc, plain, False, marked, parsing), parsing)
     except ValueError as exc:
         return _failed(exc)
 
 
+def _jq_run(doc: JsonDoc, program: Any, paths: bool, marked: bool, parsing: Parsing) -> Results:
+    return lambda root: _jq_results(doc, program, root, paths=paths, marked=marked, parsing=parsing)
+
+
 def _jq_results(
-    doc: JsonDoc, program: Any, root: int, *, paths: bool
-) -> Iterable[tuple[Any, list[Any] | None]]:
-    """jq's results on one root, as ``(value, path)`` (``path`` None for plain values)."""
+    doc: JsonDoc, program: Any, root: int, *, paths: bool, marked: bool, parsing: Parsing
+) -> Iterator[tuple[Any, list[Any] | None]]:
+    """jq's results on one root, as ``(value, path)`` (``path`` None for plain values).
+
+    With ``marked`` (:data:`_MARKED`), jq's parse of the root's text and its freeing of
+    the parsed input run in ``parsing``; without, the whole run does.
+    """
     text = doc.text if doc.kind == "json" else doc.root_text(root)
+    size = doc.total_bytes if doc.kind == "json" else len(text)
     try:
-        for value in program.input_text(text):
+        found = iter(program.input_text(text))
+        if not marked:
+            with parsing(size):
+                for value in found:
+                    yield (value[1], value[0]) if paths else (value, None)
+            return
+        with parsing(size):
+            next(found, None)  # the first marker: jq has parsed the text
+        for wrapped in found:
+            if wrapped is None:  # the last marker: what is left is freeing the input
+                with parsing(size):
+                    next(found, None)
+                return
+            value = wrapped[0]
+            if paths and type(value) is dict:  # _NOT_A_PATH: the last marker, the freeing
+                with parsing(size):
+                    for _ in found:
+                        pass
+                raise ValueError(value["not_a_path"])
             yield (value[1], value[0]) if paths else (value, None)
     except ValueError as exc:
         if doc.kind == "ndjson" and "Invalid path expression" not in str(exc):

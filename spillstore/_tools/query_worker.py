@@ -5,14 +5,15 @@ through :func:`~spillstore._tools.query_run.run_query`) or, outside that subset,
 jq binding. Neither can be trusted to return (``repeat(.)``, ``def f: f; f``,
 ``last(range(1e12))``; the jq binding cannot even be interrupted), so programs run in a
 separate process, under the same bounds whichever engine answers. Before each
-query the child limits its own CPU time (``RLIMIT_CPU``: the kernel ends it when the
-query overruns) and its address space (``RLIMIT_AS``: a program that builds a huge value
-fails inside the child instead of growing it without bound); the parent also kills it
-when a query overruns its wall time: ``max_seconds`` (2 s), plus the time jq may take to
-parse the document, counted :data:`WALL_FACTOR` times over (a busy machine shares its
-cores), plus :data:`START_SECONDS` for an exchange that starts the child. The child
-starts with an empty environment (jq's ``env`` and ``$ENV`` show nothing of the host) in
-``/``.
+query the child limits its own CPU time: ``max_seconds`` (2 s) for the query itself,
+each parse of the document on an allowance of its own, granted only while it runs
+(:mod:`~spillstore._tools.query_limits`; the kernel ends the child when the time runs
+out), and its address space (``RLIMIT_AS``: a program that builds a huge value fails
+inside the child instead of growing it without bound). The parent also kills it when an
+exchange overruns its wall time, :data:`WALL_FACTOR` times the CPU time it may take (a
+busy machine shares its cores), plus :data:`START_SECONDS` for an exchange that starts
+the child, and says which bound stopped the query. The child starts with an empty
+environment (jq's ``env`` and ``$ENV`` show nothing of the host) in ``/``.
 
 The child keeps the documents it was sent (:class:`~spillstore._core.json_doc.JsonDoc`:
 the decoded text, its kind, the parsed values and the member index of every container a
@@ -29,7 +30,6 @@ from __future__ import annotations
 import collections
 import gc
 import importlib.util
-import math
 import os
 import pickle
 import select
@@ -46,6 +46,7 @@ from typing import Any
 from spillstore._core.json_doc import JsonDoc, NotJson, parse_doc
 from spillstore._core.json_lazy import LazyDoc, lazy_doc, parse_chunked
 from spillstore._errors import SpillstoreError
+from spillstore._tools.query_limits import CpuBudget, bound_memory, parse_seconds
 from spillstore._tools.query_run import Ask, run_query
 
 __all__ = ["CACHE_BYTES", "Found", "QueryFailed", "QueryWorker", "Results", "main"]
@@ -67,22 +68,8 @@ CHUNKED_BYTES = 1024 * 1024
 a chunk at a time: orjson's parse of a whole document holds three times its size
 beside the result while it runs."""
 
-MEMORY_FLOOR = 512 * 1024 * 1024
-"""The least address space a query may add to the worker."""
-
-MEMORY_PER_BYTE = 16
-"""A query may add this many bytes of address space per document byte: jq holds a parsed
-document in about 8-14 times its size (the jq 1.6 command line peaks at 8.4x on a
-100 MB listing)."""
-
-PARSE_BYTES_PER_SECOND = 2_000_000
-"""A query gets a second more of CPU time per this many document bytes: jq parses the
-document on every query it runs (a path query on 111 MB took 11 s of CPU here, the
-first one also indexes the containers it walks), twice when the expression is not a
-path expression. A native query needs none of it, but may hand over to jq midway."""
-
 WALL_FACTOR = 4
-"""The wall time a document's parse may take, in multiples of its CPU time: a busy
+"""The wall time an exchange may take, in multiples of the CPU time it may use: a busy
 machine shares its cores, so a query that is not hostile may wait its turn."""
 
 START_SECONDS = 10.0
@@ -170,14 +157,16 @@ class QueryWorker:
         """Run ``expression`` on the document ``key`` of ``size`` bytes.
 
         ``load()`` gives the document's bytes when the worker does not hold it. The
-        query may take ``max_seconds`` of CPU time, plus a second per
-        :data:`PARSE_BYTES_PER_SECOND` bytes of document (jq parses it each time); in
-        wall time, ``max_seconds`` plus :data:`WALL_FACTOR` times that parse allowance.
+        query may take ``max_seconds`` of CPU time, plus what each parse of the
+        document takes, up to its allowance (:mod:`~spillstore._tools.query_limits`);
+        in wall time, :data:`WALL_FACTOR` times the query's time and two parses (jq
+        parses again when the program is not a path expression).
 
         Raises:
             QueryFailed: the query ended without results (the reason is in it).
         """
-        seconds = self.max_seconds + size / PARSE_BYTES_PER_SECOND
+        seconds = self.max_seconds
+        parse = parse_seconds(size)
         request = (
             "query",
             key,
@@ -188,17 +177,27 @@ class QueryWorker:
             max_total_bytes,
             seconds,
         )
-        wall = self.max_seconds + WALL_FACTOR * (seconds - self.max_seconds)
+        wall = WALL_FACTOR * (seconds + 2 * parse)
+        ran_out = (
+            f"the query used up the {seconds:g} s of CPU time it may take (its parses of"
+            " the document not counted) and was stopped"
+        )
         with self._lock:
-            reply = self._exchange(request, wall)
+            reply = self._exchange(request, wall, ran_out)
             if reply[0] == "missing":
                 data = load()
                 load_message = ("load", key, len(data), seconds)
-                reply = self._exchange(load_message, WALL_FACTOR * seconds, data)
+                too_long = (
+                    f"parsing the document took more than its {parse + seconds:.1f} s of"
+                    " CPU time and was stopped"
+                )
+                reply = self._exchange(
+                    load_message, WALL_FACTOR * (seconds + parse), too_long, data
+                )
                 del data
                 if reply[0] == "error":
                     raise QueryFailed(reply[1], reply[2])
-                reply = self._exchange(request, wall)
+                reply = self._exchange(request, wall, ran_out)
         if reply[0] == "error":
             raise QueryFailed(reply[1], reply[2])
         _, found, more, kind, paths, skipped = reply
@@ -230,13 +229,17 @@ class QueryWorker:
             self._finalizer.detach()
             self._finalizer = None
 
-    def _exchange(self, message: tuple[Any, ...], seconds: float, blob: bytes = b"") -> Any:
+    def _exchange(
+        self, message: tuple[Any, ...], seconds: float, ran_out: str, blob: bytes = b""
+    ) -> Any:
         """Send ``message`` (and ``blob``, raw, after it) and read the reply within
-        ``seconds`` of wall time (the child is killed past it)."""
+        ``seconds`` of wall time (the child is killed past it); ``ran_out`` says what
+        happened when the child's CPU time ran out instead."""
         starting = self._proc is None or self._proc.poll() is not None
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
-        deadline = time.monotonic() + seconds + (START_SECONDS if starting else 0.0)
+        started = time.monotonic()
+        deadline = started + seconds + (START_SECONDS if starting else 0.0)
         try:
             payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.write(_HEADER.pack(len(payload)))
@@ -251,15 +254,15 @@ class QueryWorker:
         except TimeoutError:
             self._stop()
             raise QueryFailed(
-                "time", f"the query ran longer than {seconds:.1f} s and was stopped"
+                "time",
+                f"the query took longer than {deadline - started:.1f} s of wall time (the"
+                " machine may be busy) and was stopped",
             ) from None
         except (OSError, EOFError, struct.error, pickle.UnpicklingError):
             code = proc.wait()
             self._stop()
-            if code == -signal.SIGXCPU:
-                raise QueryFailed(
-                    "time", f"the query ran longer than {seconds:.1f} s and was stopped"
-                ) from None
+            if code in (-signal.SIGPROF, -signal.SIGXCPU):
+                raise QueryFailed("time", ran_out) from None
             raise QueryFailed(
                 "memory",
                 "the query needed more memory than it may use (or crashed the jq worker"
@@ -301,12 +304,22 @@ class _Child:
 
     def __init__(self) -> None:
         self.docs: collections.OrderedDict[str, JsonDoc | LazyDoc] = collections.OrderedDict()
+        self.budget = CpuBudget()
 
     def handle(self, message: tuple[Any, ...], data: bytes = b"") -> tuple[Any, ...]:
+        """Answer one message, within the CPU time it may take (disarmed after)."""
+        try:
+            return self._handle(message, data)
+        finally:
+            self.budget.stop()
+
+    def _handle(self, message: tuple[Any, ...], data: bytes) -> tuple[Any, ...]:
         if message[0] == "load":
             _, key, size, seconds = message
-            _bound(size, seconds)  # the parse gets a query's bounds, not the last query's
-            doc = _parse(data)
+            bound_memory(size)  # the parse gets a query's bounds, not the last query's
+            self.budget.start(seconds)
+            with self.budget.parsing(size):
+                doc = _parse(data)
             del data
             if isinstance(doc, NotJson):
                 return ("error", "notjson", doc.reason)
@@ -322,10 +335,11 @@ class _Child:
         if found is None:
             return ("missing",)
         self.docs.move_to_end(key)
-        _bound(found.total_bytes, seconds)
+        bound_memory(found.total_bytes)
+        self.budget.start(seconds)
         ask = Ask(expression, skip, limit, max_result, max_total)
         try:
-            return run_query(found, ask)
+            return run_query(found, ask, self.budget.parsing)
         except MemoryError:
             return ("error", "memory", "the query needed more memory than it may use")
 
@@ -352,32 +366,6 @@ def _parse(data: bytes) -> JsonDoc | LazyDoc | NotJson:
     finally:
         gc.freeze()
         gc.enable()
-
-
-def _bound(doc_bytes: int, seconds: float) -> None:
-    """Limit this process's CPU time to ``seconds`` more, and its address space."""
-    try:
-        import resource  # noqa: PLC0415 - POSIX only
-    except ImportError:  # pragma: no cover - the parent's wall-time kill is the bound
-        return
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    used = usage.ru_utime + usage.ru_stime
-    # Whole seconds only: round down, so the query gets at most ``seconds`` (and at least
-    # a little more than half a second).
-    cpu_limit = max(math.floor(used + seconds), math.ceil(used + 0.5))
-    _, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if cpu_hard == resource.RLIM_INFINITY or cpu_limit < cpu_hard:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_hard))
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:  # pragma: no cover - no /proc: no address-space limit
-        return
-    allowed = current + max(MEMORY_FLOOR, MEMORY_PER_BYTE * doc_bytes)
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        allowed = min(allowed, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (allowed, hard))
 
 
 def main() -> None:

@@ -248,6 +248,40 @@ def test_common_queries_run_natively_and_match_jq(program: str) -> None:
     assert check_against_jq(program, {"total": 5, "items": items}), program
 
 
+_MIXED = [
+    {"a": 1},
+    {"a": 2},
+    {"a": 1.5},
+    {"a": -3},
+    {"a": 2**60},
+    {"a": None},
+    {},
+    {"a": "x"},
+    {"a": True},
+    {"a": [1]},
+    {"a": {"b": 1}},
+]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "[.[] | select(.a > 1)]",
+        "[.[] | select(1 >= .a)]",
+        "[.[] | .a < 2.5]",
+        "[.[] | .a <= -3]",
+        "[.[] | select(.a >= 1152921504606846976)]",
+        "[.[] | select(.a > 1)] | length",
+    ],
+)
+def test_a_field_compared_with_a_number_matches_jq_on_every_type(program: str) -> None:
+    """``.f > N`` (a number field compared at once) orders every kind of value as jq
+    does (null, booleans, strings, arrays, objects, a missing key, a big integer), and
+    fails on a non-object as jq does."""
+    assert check_against_jq(program, _MIXED), program
+    assert check_against_jq(program, [*_MIXED, 3]), program
+
+
 @pytest.mark.parametrize(
     "program",
     [

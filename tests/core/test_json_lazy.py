@@ -101,6 +101,9 @@ EXPRESSIONS = [
     ".note[] | . + 1",
     ".note | .[1]",
     '.missing // "none"',
+    "def ids: .items[].id; ids",
+    ".items[-1] | tojson",
+    ".items[] | .name | @base64",
 ]
 
 

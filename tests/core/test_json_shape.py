@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from unittest.mock import patch
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spillstore._core import json_lazy
+from spillstore._core import json_shape as json_shape_module
 from spillstore._core.json_doc import looks_like_json, parse_doc
-from spillstore._core.json_shape import json_shape
+from spillstore._core.json_lazy import lazy_doc
+from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.utf8 import utf8_size
 from tests.strategies import hostile_text, json_documents
 
@@ -102,3 +107,75 @@ def test_non_ascii_documents_give_byte_ranges_not_character_ranges() -> None:
     doc = parse_doc(data)
     start, end = doc.locate(0, ["b"])  # type: ignore[union-attr]
     assert data[start:end] == b"7"
+
+
+_scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | st.text(max_size=4)
+_members = st.dictionaries(
+    st.sampled_from(["a", "b", "c", "d e", *(f"k{n}" for n in range(30))]),
+    _scalars | st.lists(_scalars | st.lists(st.integers(0, 3), max_size=2), max_size=3),
+    max_size=28,
+)
+_listing_items = st.lists(json_documents, max_size=12) | st.lists(
+    st.builds(json.dumps, _members), max_size=30
+)
+
+
+def _listing(items: list[str], spaced: bool, wrapped: bool) -> str:
+    array = "[" + (",\n  " if spaced else ",").join(items) + "]"
+    return f'{{"total": {len(items)}, "note": [1, "]"], "items": {array}}}' if wrapped else array
+
+
+def _both_ways(text: str) -> tuple[JsonShape | None, JsonShape | None]:
+    """The shape summarized a chunk of 40 bytes at a time, and parsed whole."""
+    with (
+        patch.object(json_lazy, "CHUNK_BYTES", 40),
+        patch.object(json_shape_module, "CHUNKED_CHARS", 0),
+    ):
+        chunked = json_shape([text], 4096)
+    with patch.object(json_shape_module, "CHUNKED_CHARS", 10**12):
+        whole = json_shape([text], 4096)
+    return chunked, whole
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=_listing_items, spaced=st.booleans(), wrapped=st.booleans())
+def test_a_listing_summarized_a_chunk_at_a_time_reads_as_parsed_whole(
+    items: list[str], spaced: bool, wrapped: bool
+) -> None:
+    """Kinds, examples, length ranges, optional keys, key order and counts, depth: the
+    same lines and example expression whether the items are summarized in chunks."""
+    chunked, whole = _both_ways(_listing(items, spaced, wrapped))
+    assert chunked == whole
+
+
+def test_what_later_chunks_bring_is_in_the_shape() -> None:
+    """Keys first seen late (past the 24 shown), kinds and lengths that change between
+    chunks, a key missing from one chunk's objects: all shown as in the whole parse,
+    and the listing really was cut into many chunks."""
+    items = [{"id": n, "tags": ["a"] * (n % 3)} for n in range(20)]
+    items += [{"id": str(n), "late": None, **{f"k{k}": k for k in range(30)}} for n in range(5)]
+    items += [{"id": 1.5, "tags": [[1, [2, [3, [4]]]]]}, 7, [], {"": {}}]
+    text = _listing([json.dumps(item) for item in items], spaced=False, wrapped=True)
+    doc = lazy_doc(text.encode())
+    assert doc is not None and len(doc.chunks) == 1  # 1 MiB chunks: one
+    with patch.object(json_lazy, "CHUNK_BYTES", 40):
+        doc = lazy_doc(text.encode())
+        assert doc is not None and len(doc.chunks) > 10
+    chunked, whole = _both_ways(text)
+    assert chunked is not None and chunked == whole
+    assert "... 10 more keys" in "\n".join(chunked.lines)
+
+
+def test_the_collector_is_resumed_after_a_chunked_shape_and_left_paused_if_it_was() -> None:
+    """The cycle collector is paused only during the chunked parse, and only if it ran."""
+    text = _listing([json.dumps({"a": n}) for n in range(50)], spaced=False, wrapped=True)
+    assert gc.isenabled()
+    with patch.object(json_shape_module, "CHUNKED_CHARS", 0):
+        assert json_shape([text], 2048) is not None
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            assert json_shape([text], 2048) is not None
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
