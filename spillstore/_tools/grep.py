@@ -425,15 +425,7 @@ class Search:
                     break
             if more:
                 break
-        try:
-            body = writer.text()
-        except UnicodeDecodeError:
-            return None
         shown = writer.hits
-        if more and not shown:  # a match bigger than the page: the hint still moves on
-            head = f"{self._title()}: matching line {skip + 1} does not fit in one page"
-            tail = f"-- more results: call {self._again(skip + 1)} --"
-            return "".join((f"{head}\n", *(f"{n}\n" for n in self._gap_notes()), tail))
         if shown:
             head = f"{self._title()}: matching lines {skip + 1}-{skip + shown}" + (
                 " (more below)" if more else ""
@@ -444,4 +436,12 @@ class Search:
             head = f"{self._title()}: no matching lines after offset {skip} ({seen} in all)"
         tail = f"-- more results: call {self._again(skip + shown)} --" if more else "end of results"
         lead = "".join(f"{line}\n" for line in [head, *self._gap_notes()])
-        return "".join((lead, body, tail))  # one copy of a body that may be megabytes
+        try:
+            text = writer.text(lead, tail)  # the page in one copy: it may be megabytes
+        except UnicodeDecodeError:
+            return None
+        if more and not shown:  # a match bigger than the page: the hint still moves on
+            head = f"{self._title()}: matching line {skip + 1} does not fit in one page"
+            tail = f"-- more results: call {self._again(skip + 1)} --"
+            return "".join((f"{head}\n", *(f"{n}\n" for n in self._gap_notes()), tail))
+        return text
