@@ -31,8 +31,9 @@ from spillstore._errors import SpillNotFound, SpillstoreError
 from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import MAX_SAFE_INT, GrepArgs
 from spillstore._tools.grep_lines import ContentWriter
+from spillstore._tools.grep_plain import render_plain
 from spillstore._tools.regex import Buffer, Matcher
-from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
+from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits
 from spillstore._tools.text import ToolsView, quote
 
 __all__ = ["Search"]
