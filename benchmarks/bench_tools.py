@@ -143,8 +143,10 @@ def _floor_loops(
     assert program is not None and rare is not None
     size = len(lead)
 
-    def search_all() -> int:
-        hits, pos, end = 0, 0, len(data)
+    def hits(pos: int, end: int) -> tuple[list[int], list[int]]:
+        """Every hit's match start and line end in ``data[pos:end]``, as the tool finds them."""
+        starts: list[int] = []
+        ends: list[int] = []
         while pos < end:
             start, line_end = rare(anchor, data, pos + size, end)[0]
             if start < 0:
@@ -152,9 +154,13 @@ def _floor_loops(
             if data[start - size : start] != lead:
                 pos = start - size + 1
                 continue
-            hits += 1
+            starts.append(start - size)
+            ends.append(line_end)
             pos = line_end + 1
-        return hits
+        return starts, ends
+
+    def search_all() -> int:
+        return len(hits(0, len(data))[0])
 
     def search_whole() -> int:
         hits, pos, end = 0, 0, len(data)
@@ -173,17 +179,7 @@ def _floor_loops(
         out, newlines, pos, end = [], 0, 0, len(data)
         while pos < end:
             stop = data.rfind(b"\n", pos, min(pos + MIB, end)) + 1 if pos + MIB < end else end
-            starts, ends, at = [], [], pos
-            while True:
-                start, line_end = rare(anchor, data, at + size, stop)[0]
-                if start < 0:
-                    break
-                if data[start - size : start] != lead:
-                    at = start - size + 1
-                    continue
-                starts.append(start - size)
-                ends.append(line_end)
-                at = line_end + 1
+            starts, ends = hits(pos, stop)
             if starts:
                 found = map(data.rfind, repeat(b"\n"), repeat(pos), starts)
                 line_starts = [x + 1 or pos for x in found]
