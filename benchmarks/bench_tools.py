@@ -16,7 +16,8 @@ plain file, timed in interleaved rounds (median of each, ratio = tool / grep):
       page cap large enough to hold them all
                                            vs  grep -n WORD           target <= 1.5x
       (also shown, the floor Python cannot pass: the two C loops every listing needs,
-      the search for every hit alone, and one ``bytes.count`` of every newline alone)
+      the search for every hit alone, and one ``bytes.count`` of every newline alone;
+      and the whole listing as lean as its C calls allow, on the bytes in memory)
   (5) output_mode="count" on the common word  vs  grep -c WORD        target <= 1.0x
       (and on the rare literal, reported without a target)
 
@@ -47,6 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from itertools import accumulate, chain, repeat
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,12 +125,17 @@ def run_grep(*args: str) -> Callable[[], int]:
     return call
 
 
-def _floor_loops(data: bytes) -> tuple[Callable[[], int], Callable[[], int], Callable[[], int]]:
+def _floor_loops(
+    data: bytes,
+) -> tuple[Callable[[], int], Callable[[], int], Callable[[], int], Callable[[], int]]:
     """Case (4)'s floor: the two C loops any listing of every match with its line number
     runs, each alone: finding every hit (one RE2 call a hit; as the tool makes since
     session 5: from the literal's rarest character, the bytes before it checked; and as
     before, the whole literal) and counting every newline (one ``bytes.count``, the
-    fastest count the stdlib has)."""
+    fastest count the stdlib has). And the whole listing as lean as these C calls allow
+    (session 6): on the bytes in memory, 1 MiB of whole lines at a time, each hit one
+    RE2 call, one ``rfind``, one ``count`` and one slice, the lines one ``%``-format:
+    the tool's own steps without its store, index, paging or page text."""
     matcher = compile_pattern(WORD)
     program, anchor = matcher.to_line_end, matcher.anchor
     rare = getattr(matcher, "rare_line_end", None) or program  # (before session 5: none)
@@ -136,8 +143,10 @@ def _floor_loops(data: bytes) -> tuple[Callable[[], int], Callable[[], int], Cal
     assert program is not None and rare is not None
     size = len(lead)
 
-    def search_all() -> int:
-        hits, pos, end = 0, 0, len(data)
+    def hits(pos: int, end: int) -> tuple[list[int], list[int]]:
+        """Every hit's match start and line end in ``data[pos:end]``, as the tool finds them."""
+        starts: list[int] = []
+        ends: list[int] = []
         while pos < end:
             start, line_end = rare(anchor, data, pos + size, end)[0]
             if start < 0:
@@ -145,9 +154,13 @@ def _floor_loops(data: bytes) -> tuple[Callable[[], int], Callable[[], int], Cal
             if data[start - size : start] != lead:
                 pos = start - size + 1
                 continue
-            hits += 1
+            starts.append(start - size)
+            ends.append(line_end)
             pos = line_end + 1
-        return hits
+        return starts, ends
+
+    def search_all() -> int:
+        return len(hits(0, len(data))[0])
 
     def search_whole() -> int:
         hits, pos, end = 0, 0, len(data)
@@ -162,7 +175,27 @@ def _floor_loops(data: bytes) -> tuple[Callable[[], int], Callable[[], int], Cal
     def count_all() -> int:
         return data.count(b"\n")
 
-    return search_all, search_whole, count_all
+    def listing_all() -> int:
+        out, newlines, pos, end = [], 0, 0, len(data)
+        while pos < end:
+            stop = data.rfind(b"\n", pos, min(pos + MIB, end)) + 1 if pos + MIB < end else end
+            starts, ends = hits(pos, stop)
+            if starts:
+                found = map(data.rfind, repeat(b"\n"), repeat(pos), starts)
+                line_starts = [x + 1 or pos for x in found]
+                gaps = list(map(data.count, repeat(b"\n"), [pos, *ends[:-1]], line_starts))
+                gaps[0] += newlines + 1
+                numbers = list(accumulate(gaps))
+                lines = [data[a:b] for a, b in zip(line_starts, ends, strict=True)]
+                pairs = chain.from_iterable(zip(numbers, lines, strict=True))
+                out.append((b"%d:%b\n" * len(lines)) % tuple(pairs))
+                newlines = numbers[-1] - 1 + data.count(b"\n", ends[-1], stop)
+            else:
+                newlines += data.count(b"\n", pos, stop)
+            pos = stop
+        return len(b"".join(out).decode())
+
+    return search_all, search_whole, count_all, listing_all
 
 
 def row(name: str, wall: float, cpu: float, base: tuple[float, float], target: float | None) -> str:
@@ -187,7 +220,7 @@ def bench_grep(directory: Path, size: int, rounds: int, out: list[str]) -> None:
     meta = store.put(data, session=SESSION, tool_name="bash", tool_call_id="bench")
     spill = meta.spill_id
     word_lines = data.count(WORD.encode())
-    search_all, search_whole, count_all = _floor_loops(data)
+    search_all, search_whole, count_all, listing_all = _floor_loops(data)
     assert search_all() == search_whole() == word_lines
     tools = SpillTools(store, session=SESSION)
     unlimited = SpillTools(store, session=SESSION, max_page_bytes=1 << 30)
@@ -199,6 +232,7 @@ def bench_grep(directory: Path, size: int, rounds: int, out: list[str]) -> None:
     every = unlimited.grep(WORD, spill, head_limit=0)
     got = every.content[0].text.split("\n")[1:-1]  # type: ignore[union-attr]
     assert got == expected.rstrip("\n").split("\n"), "grep_spill differs from grep -n"
+    assert listing_all() == len(expected), "the lean listing differs from grep -n"
     count = tools.grep(WORD, spill, output_mode="count").content[0].text  # type: ignore[union-attr]
     assert f": {len(got)} matching lines" in count
     rare = tools.grep(RARE, spill).content[0].text  # type: ignore[union-attr]
@@ -252,6 +286,7 @@ def bench_grep(directory: Path, size: int, rounds: int, out: list[str]) -> None:
                 "floor: the search alone": search_all,
                 "floor: the search alone, whole literal": search_whole,
                 "floor: bytes.count alone": count_all,
+                "floor: the whole listing, lean, bytes in memory": listing_all,
             },
             "grep -n",
             1.5,
@@ -259,6 +294,7 @@ def bench_grep(directory: Path, size: int, rounds: int, out: list[str]) -> None:
                 "floor: the search alone",
                 "floor: the search alone, whole literal",
                 "floor: bytes.count alone",
+                "floor: the whole listing, lean, bytes in memory",
             ],
         ),
         (
@@ -498,7 +534,11 @@ Notes:
   line starts, numbers and text of a batch are each one comprehension of C calls; a
   literal is searched from its rarest character (RE2 `memchr`s a literal's first byte:
   `timeout` as `meout`). Threads do not help: `bytes.count` and `mmap.find` hold the
-  GIL. For a rare word, count mode is far under grep (it only scans; case 5b).
+  GIL. For a rare word, count mode is far under grep (it only scans; case 5b). Since
+  session 6 a spill's `mmap` with dense hits is listed in 1 MiB windows copied as bytes
+  (`_tools/grep_plain.py`), and the row "the whole listing, lean, bytes in memory" is
+  the same C calls with no store, index, paging or page text: the floor of this design
+  in Python 3.11 (RESULTS.md, issue 17, session 6, has its instruction profile).
 - The machine is shared: grep itself varied between 44 and 80 ms for `-c` across runs
   during the day, so ratios from interleaved rounds are what to compare.
 """

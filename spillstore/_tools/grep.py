@@ -31,8 +31,9 @@ from spillstore._errors import SpillNotFound, SpillstoreError
 from spillstore._stores.meta import SpillMeta
 from spillstore._tools.args import MAX_SAFE_INT, GrepArgs
 from spillstore._tools.grep_lines import ContentWriter
+from spillstore._tools.grep_plain import render_plain
 from spillstore._tools.regex import Buffer, Matcher
-from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
+from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits
 from spillstore._tools.text import ToolsView, quote
 
 __all__ = ["Search"]
@@ -425,15 +426,7 @@ class Search:
                     break
             if more:
                 break
-        try:
-            body = writer.text()
-        except UnicodeDecodeError:
-            return None
         shown = writer.hits
-        if more and not shown:  # a match bigger than the page: the hint still moves on
-            head = f"{self._title()}: matching line {skip + 1} does not fit in one page"
-            tail = f"-- more results: call {self._again(skip + 1)} --"
-            return "".join((f"{head}\n", *(f"{n}\n" for n in self._gap_notes()), tail))
         if shown:
             head = f"{self._title()}: matching lines {skip + 1}-{skip + shown}" + (
                 " (more below)" if more else ""
@@ -444,4 +437,12 @@ class Search:
             head = f"{self._title()}: no matching lines after offset {skip} ({seen} in all)"
         tail = f"-- more results: call {self._again(skip + shown)} --" if more else "end of results"
         lead = "".join(f"{line}\n" for line in [head, *self._gap_notes()])
-        return "".join((lead, body, tail))  # one copy of a body that may be megabytes
+        try:
+            text = writer.text(lead, tail)  # the page in one copy: it may be megabytes
+        except UnicodeDecodeError:
+            return None
+        if more and not shown:  # a match bigger than the page: the hint still moves on
+            head = f"{self._title()}: matching line {skip + 1} does not fit in one page"
+            tail = f"-- more results: call {self._again(skip + 1)} --"
+            return "".join((f"{head}\n", *(f"{n}\n" for n in self._gap_notes()), tail))
+        return text

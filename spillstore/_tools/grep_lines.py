@@ -64,13 +64,20 @@ class ContentWriter:
         """Render a matching line over the column cap (for the plain fast path)."""
         return self._render(line, line_start, line_end, b":", match_start)
 
-    def text(self) -> str:
-        """The rendered lines, each ending with a newline.
+    def text(self, head: str = "", tail: str = "") -> str:
+        """``head``, the rendered lines (each ending with a newline), then ``tail``.
+
+        One join and one decode for the whole page: a page of every match may be
+        megabytes, and each copy of it costs its page faults.
 
         Raises:
             UnicodeDecodeError: a line was not valid UTF-8 although not rendered lossily.
         """
-        return b"".join(self.pieces).decode("utf-8")
+        try:
+            first, last = head.encode(), tail.encode()
+        except UnicodeEncodeError:  # a lone surrogate (from the pattern): joined as text
+            return head + self.text() + tail
+        return b"".join([first, *self.pieces, last]).decode("utf-8")
 
     def _shown(self, piece: bytes) -> bytes:
         """``piece`` as the model will see it (invalid bytes as U+FFFD when lossy)."""

@@ -1,7 +1,7 @@
 """Line numbers of Grep's hits, a batch at a time, for the listing of every match.
 
 Each number comes from the spill's sparse line index and the newlines counted in C
-between hits (:class:`LineNumbers`; used by :func:`~spillstore._tools.scan.render_plain`).
+between hits (:class:`LineNumbers`; used by :func:`~spillstore._tools.grep_plain.render_plain`).
 """
 
 from __future__ import annotations
@@ -39,13 +39,15 @@ class LineNumbers:
         "view",
     )
 
-    def __init__(self, buf: Buffer, shift: int, index: LineIndex) -> None:
+    def __init__(
+        self, buf: Buffer, shift: int, index: LineIndex, *, known: int = -1, newlines: int = 0
+    ) -> None:
         self.buf = buf
         self.offsets, self.newline_counts = index.offsets, index.newlines
         self.last_interval = len(index.offsets) - 2
         self.shift = shift  # original offset = physical offset + shift
-        self.known = -1  # a physical offset whose newline count is known ...
-        self.newlines = 0  # ... and that count (newlines before it, from the original start)
+        self.known = known  # a physical offset whose newline count is known (-1: none) ...
+        self.newlines = newlines  # ... and that count (newlines before it, from the start)
         self.view: memoryview | None = None  # of an mmap, while counting in copies of it
         self.scratch = bytearray()  # reused: fresh memory for each copy costs page faults
 
@@ -55,6 +57,10 @@ class LineNumbers:
     def __exit__(self, *_: object) -> None:
         if self.view is not None:
             self.view.release()  # so the store can close the mmap
+
+    def resume(self, known: int, newlines: int) -> None:
+        """Go on from physical offset ``known``, with ``newlines`` before it."""
+        self.known, self.newlines = known, newlines
 
     def _copy(self, start: int, end: int) -> bytearray:
         """``buf[start:end]`` copied to the start of the scratch buffer (counts over it

@@ -24,12 +24,12 @@ one (:attr:`~spillstore._tools.regex.Matcher.lead`): RE2 finds a literal prefix 
 ``timeout`` searched as ``meout`` (``t`` is 5x as common as ``m``) took 38 instead of 53
 ms for 100 MiB. The bytes before the rare character are checked at each hit.
 
-Nothing here formats model-facing text except :func:`render_plain`, Grep's content mode
-without context: listing every match pays its per-hit work 35,000 times in the
-benchmark (held to 1.5x GNU grep), so it works in batches: a tight loop collects a
-batch of hits (:func:`_collector`, also the loop of count mode and of skipping), then
-each later step is one comprehension of C calls over the batch. :func:`iter_hits`, the
-hit-by-hit generator, serves the context mode and is what the batches are tested against.
+Nothing here formats model-facing text. Listing every match (Grep's content mode without
+context, :mod:`~spillstore._tools.grep_plain`) pays its per-hit work 35,000 times in the
+benchmark (held to 1.5x GNU grep), so it works in batches: a tight loop collects a batch
+of hits (:func:`collector`, also the loop of count mode and of skipping), then each later
+step is one comprehension of C calls over the batch. :func:`iter_hits`, the hit-by-hit
+generator, serves the context mode and is what the batches are tested against.
 """
 
 from __future__ import annotations
@@ -37,21 +37,22 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate, chain, repeat
-from operator import sub
 from typing import Any
 
 from spillstore._core.index import INDEX_BLOCK_BYTES, LineIndex
-from spillstore._tools.grep_numbers import LineNumbers
 from spillstore._tools.regex import Buffer, Matcher, RawMatch
 
 __all__ = [
+    "BATCH_BYTES",
     "DENSE_GAP_BYTES",
+    "FIRST_BATCH",
+    "MOST_BATCH",
     "Haystack",
     "Hit",
+    "collector",
     "count_matching_lines",
     "iter_hits",
-    "render_plain",
+    "pass_over",
     "searcher",
 ]
 
@@ -213,110 +214,22 @@ def count_matching_lines(hay: Haystack, matcher: Matcher, *, stop_after: int | N
     """Return how many lines of one stored range match (at most ``stop_after``).
 
     Count mode's loop (grep -c's job): the hits are found in batches, as for a listing
-    (:func:`_collector`), and only counted.
+    (:func:`collector`), and only counted.
     """
-    return _pass_over(hay, matcher, stop_after)[1]
+    return pass_over(hay, matcher, stop_after)[1]
 
 
-def render_plain(
-    hay: Haystack,
-    matcher: Matcher,
-    index: LineIndex,
-    *,
-    head: bytes,
-    column_bytes: int,
-    skip: int,
-    limit: int | None,
-    budget: int,
-    pieces: list[bytes],
-    long_line: Callable[[int, int, int, int], bytes],
-) -> tuple[int, int, int, bool]:
-    """Render matching lines as ``<head><line>:<text>\\n`` into ``pieces``: grep -n's job.
+FIRST_BATCH = 64
+"""Hits found in a batch at first (a page may hold few); it doubles up to the most."""
 
-    Listing every one of 35,000 matches pays the per-hit work 35,000 times, so it runs in
-    batches: a tight loop finds a batch of hits (:func:`_collector`; 64 at first, then
-    twice as many each time, but not far past what the rest of the page holds), then
-    each step over the batch is one comprehension of C calls: the line starts
-    (``rfind``) and the line numbers
-    (:class:`~spillstore._tools.grep_numbers.LineNumbers`); the lines are one
-    ``%``-format of the whole batch, added as one piece (so a piece may hold many
-    lines). When a line is over ``column_bytes`` (rendered by ``long_line(line, start,
-    end, match_start)``) or the batch does not fit in ``budget``, the batch is rendered
-    line by line, and the first line that does not fit ends the page. Skipped hits
-    (``skip``) are not numbered.
-
-    Returns:
-        ``(seen, shown, used, more)``: hits seen (skipped ones included), lines added,
-        their bytes, and whether it stopped early (``limit`` or ``budget`` reached) with
-        a hit left unshown.
-    """
-    buf, lo, hi = hay.buf, hay.lo, hay.hi
-    if hi <= lo:
-        return 0, 0, 0, False
-    pos, seen = lo, 0
-    if skip:
-        pos, seen = _pass_over(hay, matcher, skip)
-    cap = hi if limit is None else limit  # shown can never reach hi: one hit a byte at most
-    form = head + b"%d:%b\n"  # head is a spill id and a colon: no % in it
-    rfind = buf.rfind
-    collect = _collector(hay, matcher)
-    numbering = LineNumbers(buf, hay.origin - lo, index)
-    with numbering:  # it may hold a view of an mmap, released here
-        shown = used = 0
-        most = _FIRST_BATCH
-        while pos < hi:
-            starts, ends, pos = collect(pos, min(cap - shown + 1, most))
-            line_starts = [at + 1 or lo for at in map(rfind, repeat(b"\n"), repeat(lo), starts)]
-            if line_starts and line_starts[-1] >= hi:  # an empty match after the final newline
-                del starts[-1], ends[-1], line_starts[-1]
-            if not starts:
-                continue  # none in this batch (it ended at a miss): go on from pos
-            over = len(starts) > cap - shown  # the last hit is past the limit: not shown
-            if over:
-                del starts[-1], ends[-1], line_starts[-1]
-                if not starts:
-                    return seen + shown + 1, shown, used, True
-            numbers = numbering.number(line_starts, ends)
-            block = b""
-            if max(map(sub, ends, line_starts)) <= column_bytes:  # one format for the batch
-                lines = [buf[a:b] for a, b in zip(line_starts, ends, strict=True)]
-                block = (form * len(lines)) % tuple(
-                    chain.from_iterable(zip(numbers, lines, strict=True))
-                )
-            if block and used + len(block) <= budget:
-                pieces.append(block)
-            else:  # a long line, or the page fills up: line by line
-                new = [
-                    form % (n, buf[a:b]) if b - a <= column_bytes else long_line(n, a, b, start)
-                    for n, a, b, start in zip(numbers, line_starts, ends, starts, strict=True)
-                ]
-                block = b"".join(new)
-                if used + len(block) > budget:  # the first line that does not fit ends the page
-                    fit = bisect_right(list(accumulate(map(len, new), initial=used)), budget) - 1
-                    pieces += new[:fit]
-                    used += sum(map(len, new[:fit]))
-                    return seen + shown + fit + 1, shown + fit, used, True
-                pieces += new
-            shown += len(numbers)
-            used += len(block)
-            if over:
-                return seen + shown + 1, shown, used, True
-            # Twice the batch, but not far past what the page holds at this line size.
-            most = min(2 * most, _MOST_BATCH, (budget - used) * shown // max(used, 1) + 2)
-        return seen + shown, shown, used, False
-
-
-_FIRST_BATCH = 64
-"""Hits found in a batch at first (the page may hold few); it doubles up to the most."""
-
-_MOST_BATCH = 4096
+MOST_BATCH = 4096
 """The most hits found in one batch."""
 
 BATCH_BYTES = 1 << 20
 """A batch ends at the first hit this far past its start (bounds the work past a full page)."""
 
 
-def _collector(
+def collector(
     hay: Haystack, matcher: Matcher
 ) -> Callable[[int, int], tuple[list[int], list[int], int]]:
     """Return ``collect(pos, most) -> (match starts, line ends, where to go on)``.
@@ -398,17 +311,17 @@ _LEAD_MISSES = 64
 searching from the rarest character, once they outnumber the hits."""
 
 
-def _pass_over(hay: Haystack, matcher: Matcher, most: int | None) -> tuple[int, int]:
+def pass_over(hay: Haystack, matcher: Matcher, most: int | None) -> tuple[int, int]:
     """Pass over matching lines (at most ``most``); return where to go on and how many."""
     lo, hi = hay.lo, hay.hi
-    collect = _collector(hay, matcher)
+    collect = collector(hay, matcher)
     rfind = hay.buf.rfind
     pos, passed = lo, 0
-    batch = _FIRST_BATCH
+    batch = FIRST_BATCH
     while pos < hi and (most is None or passed < most):
         starts, _, pos = collect(pos, batch if most is None else min(batch, most - passed))
         passed += len(starts)
         if starts and rfind(b"\n", lo, starts[-1]) + 1 >= hi:
             return hi, passed - 1  # an empty match after the final newline: not a line
-        batch = min(2 * batch, _MOST_BATCH)
+        batch = min(2 * batch, MOST_BATCH)
     return pos, passed

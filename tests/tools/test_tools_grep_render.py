@@ -1,4 +1,4 @@
-"""Grep's batched listing (``scan.render_plain``) against the hit-by-hit scan it replaces."""
+"""Grep's batched listing (``grep_plain.render_plain``) against the hit-by-hit scan."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from spillstore._core.index import LineIndex
 from spillstore._stores.memory import MemoryStore
-from spillstore._tools import scan
+from spillstore._tools import grep_plain, scan
+from spillstore._tools.grep_plain import render_plain
 from spillstore._tools.regex import Buffer, Matcher, compile_pattern
-from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits, render_plain
+from spillstore._tools.scan import Haystack, count_matching_lines, iter_hits
 
 _STORE = MemoryStore()
 
@@ -65,13 +66,13 @@ def _as_mmap(data: bytes) -> Iterator[Buffer]:
 
 @contextmanager
 def _small_batches() -> Iterator[None]:
-    """Batches of a few hundred bytes, so a short output spans many of them."""
-    saved = scan.BATCH_BYTES
-    scan.BATCH_BYTES = 300
+    """Batches and mmap windows of a few hundred bytes, so a short output spans many."""
+    saved = scan.BATCH_BYTES, grep_plain.WINDOW_BYTES
+    scan.BATCH_BYTES, grep_plain.WINDOW_BYTES = 300, 200
     try:
         yield
     finally:
-        scan.BATCH_BYTES = saved
+        scan.BATCH_BYTES, grep_plain.WINDOW_BYTES = saved
 
 
 _LINES = st.one_of(
@@ -128,6 +129,11 @@ def _example(
 )
 @_example(  # hits index blocks apart: numbered hit by hit from checkpoints
     [b"x\n", b"Needle\n", b"y" * 70000 + b"\n"] * 4, "Needle", as_mmap=True, skip=1
+)
+@_example(  # dense hits, then in an mmap window a hit an index block away: a checkpoint
+    [b"a Needle here\n"] * 70 + [b"y" * 70000 + b"\n", b"y\n" * 30000, b"Needle\n"] * 4,
+    "Needle",
+    as_mmap=True,
 )
 @_example(  # the rest of a literal without its lead, until it is searched whole
     [b"idle " * 70 + b"\n", b"a Needle here\n"] * 2, "eedle", small=True
