@@ -172,6 +172,28 @@ def test_each_client_file_is_found_wrapped_and_restored_on_each_system(
     assert "git: restored - from its backup, as it was" in out
     assert path.read_bytes() == original
 
+    code, out = _cli("add", client, "fetch", "--scope", scope, "--launcher", LAUNCHER, "--", "uvx")
+    assert code == 0, out
+    code, out = _cli("status", client, "--scope", scope)
+    assert "git: not wrapped: uvx mcp-server-git" in out
+    assert "fetch: wrapped (default options): -- uvx" in out
+
+
+@pytest.mark.parametrize("fake_home", ["linux"], indirect=True)
+@pytest.mark.parametrize(("client", "scope", "pattern"), LAYOUT)
+def test_add_makes_each_client_file_that_is_missing(
+    fake_home: Place, client: str, scope: str, pattern: str
+) -> None:
+    """add on a fresh home makes the client's file (0600) where the client reads it,
+    with a wrapped server that status then lists."""
+    path = _expand(fake_home, "linux", pattern.format(**SYSTEMS["linux"]))
+    args = ("add", client, "fetch", "--scope", scope, "--launcher", LAUNCHER, "--", "uvx", "x")
+    code, out = _cli(*args)
+    assert code == 0, out
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    code, out = _cli("status", client, "--scope", scope)
+    assert f"{path}\n  fetch: wrapped (default options): -- uvx x" in out
+
 
 @pytest.mark.parametrize("fake_home", ["linux"], indirect=True)
 @pytest.mark.parametrize(
