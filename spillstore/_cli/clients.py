@@ -11,7 +11,7 @@
 
 CLIENT is one of :data:`~spillstore._clients.registry.CLIENTS` (``claude-code``,
 ``claude-desktop``, ``cursor``, ``windsurf``, ``vscode``, ``gemini``, ``codex``, ``zed``,
-``opencode``). ``--scope`` defaults to the client's first scope (``user``); ``status``
+``opencode``, ``goose``). ``--scope`` defaults to the client's first scope (``user``); ``status``
 without ``--scope`` shows every scope. ``--config`` edits that file instead of the
 client's own (same format). ``--launcher`` is how the client should run spillstore
 (default: the absolute path of this ``spillstore``, since GUI clients start servers with

@@ -31,6 +31,7 @@ SYSTEMS: dict[str, dict[str, Any]] = {
         "desktop": "~/.config/Claude/claude_desktop_config.json",
         "vscode": "~/.config/Code/User/mcp.json",
         "zed": "~/.config/zed/settings.json",
+        "goose": "~/.config/goose/config.yaml",
     },
     "darwin": {
         "home": "/Users/me",
@@ -39,6 +40,7 @@ SYSTEMS: dict[str, dict[str, Any]] = {
         "desktop": "~/Library/Application Support/Claude/claude_desktop_config.json",
         "vscode": "~/Library/Application Support/Code/User/mcp.json",
         "zed": "~/.config/zed/settings.json",
+        "goose": "~/.config/goose/config.yaml",
     },
     "windows": {
         "home": "C:\\Users\\me",
@@ -50,6 +52,7 @@ SYSTEMS: dict[str, dict[str, Any]] = {
         "desktop": "~/AppData/Roaming/Claude/claude_desktop_config.json",
         "vscode": "~/AppData/Roaming/Code/User/mcp.json",
         "zed": "~/AppData/Roaming/Zed/settings.json",
+        "goose": "~/AppData/Roaming/Block/goose/config/config.yaml",
     },
 }
 
@@ -71,6 +74,7 @@ LAYOUT: list[tuple[str, str, str]] = [
     ("zed", "project", "./.zed/settings.json"),
     ("opencode", "user", "~/.config/opencode/opencode.json"),
     ("opencode", "project", "./opencode.json"),
+    ("goose", "user", "{goose}"),
 ]
 """Client, scope, file: ``~`` is the home, ``.`` the working directory."""
 
@@ -102,6 +106,11 @@ def _expand(place: Place, system: str, pattern: str) -> Path:
 def _content(client: str, scope: str, place: Place) -> str:
     if client == "codex":
         return '# mine\n[mcp_servers.git]\ncommand = "uvx"  # fast\nargs = ["mcp-server-git"]\n'
+    if client == "goose":
+        return (
+            "# mine\nextensions:\n  git:\n    enabled: true\n    type: stdio  # fast\n"
+            "    cmd: uvx\n    args: [mcp-server-git]\n    envs: {K: é}\nGOOSE_MODEL: m\n"
+        )
     entry: dict[str, Any] = {"command": "uvx", "args": ["mcp-server-git"], "env": {"K": "é"}}
     if client == "opencode":
         entry = {"type": "local", "command": ["uvx", "mcp-server-git"]}
@@ -203,6 +212,7 @@ def test_add_makes_each_client_file_that_is_missing(
         ("claude-code", {"CLAUDE_CONFIG_DIR": "/srv/claude"}, "/srv/claude/.claude.json"),
         ("vscode", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/Code/User/mcp.json"),
         ("zed", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/zed/settings.json"),
+        ("goose", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/goose/config.yaml"),
     ],
 )
 def test_the_clients_own_environment_variables_move_their_files(
