@@ -191,6 +191,11 @@ class YamlFormat(Format):
         if members:
             first, _ = next(iter(members.values()))
             start = _end(list(members.values())[-1][1], text)
+            line_end = text.find("\n", start)  # after a comment on the last entry's line
+            if line_end < 0:
+                start = len(text)
+            else:
+                start = line_end - 1 if text[line_end - 1] == "\r" else line_end
             piece = "\n" + _render(block, first.start_mark.column)
         elif key is not None:  # present but empty: `extensions:`, `~` or `{}`
             start, end = key.end_mark.index, _end(section, text)

@@ -63,7 +63,7 @@ def test_a_config_that_cannot_be_edited_safely_is_one_error_line_and_untouched(
         "a: 1",
         "a: 1\nextensions:\nb: 2\n",
         "extensions: {}\n",
-        "extensions:\n  old:\n    type: builtin\n    enabled: true\n",
+        "extensions:\r\n  old:\r\n    type: builtin\r\n    enabled: true  # on\r\n# end\r\n",
     ],
 )
 def test_add_puts_a_goose_extension_under_extensions(
@@ -88,6 +88,9 @@ def test_add_puts_a_goose_extension_under_extensions(
         "args": ["mcp", "proxy", "--", "uvx", "mcp-server-fetch"],
     }
     assert after == {**before, "extensions": before.get("extensions") or {}}
+    if "# on" in text:  # a comment stays on its line, the line ends stay CRLF
+        new = config.read_bytes().decode()
+        assert "enabled: true  # on\r\n  fetch:\r\n" in new and new.endswith("\r\n# end\r\n")
 
 
 def test_a_remote_extension_goes_through_the_proxy_with_its_headers_in_envs(
