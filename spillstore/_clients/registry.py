@@ -29,10 +29,11 @@ goose           user      ``<goose dir>/config.yaml`` (YAML)                  ex
 
 ``<config dir>`` is ``~/Library/Application Support`` on macOS, ``%APPDATA%`` on Windows
 and ``$XDG_CONFIG_HOME`` (else ``~/.config``) elsewhere. ``<goose dir>`` is
-``%APPDATA%\\Block\\goose\\config`` on Windows, ``$XDG_CONFIG_HOME/goose`` (else
-``~/.config/goose``) elsewhere. Project scopes are relative to
-the working directory. opencode's servers are under ``mcp.servers`` (its v2 layout, also
-where a new one goes) or directly under ``mcp`` (v1), whichever the file uses.
+``$GOOSE_PATH_ROOT/config`` when that is set, else ``%APPDATA%\\Block\\goose\\config``
+on Windows, ``$XDG_CONFIG_HOME/goose`` (else ``~/.config/goose``) elsewhere. Project
+scopes are relative to the working directory. opencode's servers are under
+``mcp.servers`` (its v2 layout, also where a new one goes) or directly under ``mcp``
+(v1), whichever the file uses.
 
 Pure: the paths are computed, not looked at (except opencode's ``.jsonc`` spelling,
 which the caller picks through ``exists``).
@@ -137,6 +138,9 @@ def _zed_dir(place: Place) -> Path:
 
 
 def _goose_config(place: Place) -> Path:
+    root = place.env.get("GOOSE_PATH_ROOT")
+    if root:
+        return Path(root) / "config" / "config.yaml"
     if place.system == "windows":
         return place.config_dir() / "Block" / "goose" / "config" / "config.yaml"
     return place.xdg_config() / "goose" / "config.yaml"

@@ -1,9 +1,9 @@
 """End to end: ``spillstore install`` rewrites a real ``.mcp.json`` (or Goose's
-``config.yaml``) that runs ``mcp-server-git`` (from PyPI, in the ``test`` extra), or that reaches a remote server
-over streamable HTTP with a header it requires; the rewritten command line is launched
-exactly as the config states it, by the SDK's client, as Claude Code would; a large
-result comes back capped and reads back byte for byte; ``uninstall`` gives the file back
-unchanged."""
+``config.yaml``) that runs ``mcp-server-git`` (from PyPI, in the ``test`` extra), or
+that reaches a remote server over streamable HTTP with a header it requires; the
+rewritten command line is launched exactly as the config states it, by the SDK's client,
+as Claude Code would; a large result comes back capped and reads back byte for byte;
+``uninstall`` gives the file back unchanged."""
 
 from __future__ import annotations
 

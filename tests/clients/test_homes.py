@@ -213,6 +213,7 @@ def test_add_makes_each_client_file_that_is_missing(
         ("vscode", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/Code/User/mcp.json"),
         ("zed", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/zed/settings.json"),
         ("goose", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/goose/config.yaml"),
+        ("goose", {"GOOSE_PATH_ROOT": "/srv/g"}, "/srv/g/config/config.yaml"),
     ],
 )
 def test_the_clients_own_environment_variables_move_their_files(
@@ -222,7 +223,7 @@ def test_the_clients_own_environment_variables_move_their_files(
     env: dict[str, str],
     pattern: str,
 ) -> None:
-    """CODEX_HOME, CLAUDE_CONFIG_DIR and XDG_CONFIG_HOME are honoured."""
+    """CODEX_HOME, CLAUDE_CONFIG_DIR, GOOSE_PATH_ROOT and XDG_CONFIG_HOME are honoured."""
     place = _place("linux", env)
     monkeypatch.setattr(clients_cli, "_place", lambda: place)
     path = Path(pattern)
