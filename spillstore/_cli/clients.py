@@ -11,7 +11,7 @@
 
 CLIENT is one of :data:`~spillstore._clients.registry.CLIENTS` (``claude-code``,
 ``claude-desktop``, ``cursor``, ``windsurf``, ``vscode``, ``gemini``, ``codex``, ``zed``,
-``opencode``). ``--scope`` defaults to the client's first scope (``user``); ``status``
+``opencode``, ``goose``). ``--scope`` defaults to the client's first scope (``user``); ``status``
 without ``--scope`` shows every scope. ``--config`` edits that file instead of the
 client's own (same format). ``--launcher`` is how the client should run spillstore
 (default: the absolute path of this ``spillstore``, since GUI clients start servers with
@@ -151,6 +151,27 @@ def _names(servers: list[str] | None, every: bool) -> list[str] | None:
     return None if every else list(servers or [])
 
 
+def _proxy_options(max_bytes: str | None, store: str | None) -> ProxyOptions:
+    """The proxy's options to write into entries, checked now as the proxy will check
+    them: a bad one would otherwise show only when the client starts the server, as a
+    server that fails to start. A store path is not opened here (that would make it)."""
+    from spillstore._settings import Settings  # noqa: PLC0415 - cheap start-up
+    from spillstore._stores.url import open_store_url  # noqa: PLC0415
+
+    try:
+        if max_bytes is not None:
+            Settings(max_bytes=max_bytes)
+    except ConfigError as exc:
+        fail(f"--max-bytes {max_bytes}: {exc}", EXIT_USAGE)
+    scheme, sep, _ = (store or "").partition("://")
+    try:
+        if store is not None and (not store.strip() or (sep and scheme.lower() != "file")):
+            open_store_url(store)
+    except ConfigError as exc:
+        fail(f"--store {store}: {exc}", EXIT_USAGE)
+    return ProxyOptions(max_bytes=max_bytes, store=store)
+
+
 def _launcher(given: str | None) -> list[str]:
     if given:
         words = shlex.split(given, posix=sys.platform != "win32")
@@ -227,8 +248,8 @@ def install_command(
 ) -> None:
     """Put a client's MCP servers behind the cap (spillstore mcp proxy)."""
     names = _names(server, every)
+    options = _proxy_options(max_bytes, store)
     place, target, snapshot = _open(client, scope, config, must_exist=True)
-    options = ProxyOptions(max_bytes=max_bytes, store=store)
     text, changes, backups = ops.install(
         target.config(snapshot), names, launcher=_launcher(launcher), options=options
     )
@@ -331,12 +352,13 @@ def add_command(
         headers = dict(split_header(text) for text in header or [])
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
+    options = _proxy_options(max_bytes, store)
     _, target, snapshot = _open(client, scope, config, must_exist=False)
     text, change = ops.add(
         target.config(snapshot),
         name,
         launcher=_launcher(launcher),
-        options=ProxyOptions(max_bytes=max_bytes, store=store),
+        options=options,
         upstream=Remote(url, sse, headers) if url else command,
     )
     row = _row(target, snapshot, [change])

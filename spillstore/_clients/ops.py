@@ -208,5 +208,5 @@ def add(
     fmt, flavor, text, where = config.fmt, config.flavor, config.text, config.where
     if text.strip() and name in fmt.entries(text, where):
         raise ClientConfigError(f"{where}: a server named {name!r} is already there", path=where)
-    entry = new_entry(flavor, launcher, options, upstream)
+    entry = new_entry(flavor, launcher, options, upstream, name)
     return fmt.add_entry(text, name, entry), Change(name, "added", describe(entry, flavor))

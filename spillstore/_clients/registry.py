@@ -24,12 +24,16 @@ zed             user      ``<zed dir>/settings.json`` (JSONC)                 co
 zed             project   ``.zed/settings.json`` (JSONC)                      context_servers
 opencode        user      ``~/.config/opencode/opencode.json[c]``             mcp.servers
 opencode        project   ``opencode.json[c]``                                mcp.servers
+goose           user      ``<goose dir>/config.yaml`` (YAML)                  extensions
 ==============  ========  ==================================================  ===========
 
 ``<config dir>`` is ``~/Library/Application Support`` on macOS, ``%APPDATA%`` on Windows
-and ``$XDG_CONFIG_HOME`` (else ``~/.config``) elsewhere. Project scopes are relative to
-the working directory. opencode's servers are under ``mcp.servers`` (its v2 layout, also
-where a new one goes) or directly under ``mcp`` (v1), whichever the file uses.
+and ``$XDG_CONFIG_HOME`` (else ``~/.config``) elsewhere. ``<goose dir>`` is
+``$GOOSE_PATH_ROOT/config`` when that is set, else ``%APPDATA%\\Block\\goose\\config``
+on Windows, ``$XDG_CONFIG_HOME/goose`` (else ``~/.config/goose``) elsewhere. Project
+scopes are relative to the working directory. opencode's servers are under
+``mcp.servers`` (its v2 layout, also where a new one goes) or directly under ``mcp``
+(v1), whichever the file uses.
 
 Pure: the paths are computed, not looked at (except opencode's ``.jsonc`` spelling,
 which the caller picks through ``exists``).
@@ -43,6 +47,7 @@ from pathlib import Path
 
 from spillstore._clients.formats import Format, JsonFormat, TomlFormat
 from spillstore._clients.wrap import Flavor
+from spillstore._clients.yaml_format import YamlFormat
 
 __all__ = ["CLIENTS", "Client", "Place", "backup_dir"]
 
@@ -130,6 +135,15 @@ def _zed_dir(place: Place) -> Path:
     if place.system == "windows":
         return place.config_dir() / "Zed"
     return place.xdg_config() / "zed"
+
+
+def _goose_config(place: Place) -> Path:
+    root = place.env.get("GOOSE_PATH_ROOT")
+    if root:
+        return Path(root) / "config" / "config.yaml"
+    if place.system == "windows":
+        return place.config_dir() / "Block" / "goose" / "config" / "config.yaml"
+    return place.xdg_config() / "goose" / "config.yaml"
 
 
 def _opencode(place: Place, scope: str, exists: Callable[[Path], bool]) -> tuple[Path, Format]:
@@ -223,6 +237,20 @@ CLIENTS: dict[str, Client] = {
             ),
             _BOTH,
             _opencode,
+        ),
+        Client(
+            "goose",
+            "Goose",
+            Flavor(
+                url_keys=("uri",),
+                remote_type="streamable_http",
+                env_key="envs",
+                command_key="cmd",
+                new_fields=(("enabled", True), ("timeout", 300), ("description", "")),
+                name_key="name",
+            ),
+            ("user",),
+            _user_or_project(_goose_config, None, YamlFormat("extensions")),
         ),
     )
 }

@@ -69,7 +69,14 @@ class Flavor:
             ``local``), or None when the client writes no type.
         remote_type: what ``type`` says for a remote server, when the client writes one.
         headers_key: where a remote server's HTTP headers are (Codex: ``http_headers``).
-        env_key: where a local server's environment is (opencode: ``environment``).
+        env_key: where a local server's environment is (opencode: ``environment``,
+            Goose: ``envs``).
+        command_key: where the program (or, with ``command_list``, the whole command
+            line) is (Goose: ``cmd``); its arguments are under ``args``.
+        new_fields: fields a new entry needs besides its command (Goose: ``enabled``,
+            ``timeout``, ``description``).
+        name_key: where a new entry repeats its own name, when the client wants that
+            (Goose: ``name``).
     """
 
     url_keys: tuple[str, ...] = ("url",)
@@ -79,6 +86,9 @@ class Flavor:
     remote_type: str = "http"
     headers_key: str = "headers"
     env_key: str = "env"
+    command_key: str = "command"
+    new_fields: tuple[tuple[str, Any], ...] = ()
+    name_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +145,7 @@ class Wrapped:
 
 def _argv(entry: dict[str, Any], flavor: Flavor) -> list[str] | None:
     """The entry's command line (program first), or None when it has none."""
-    command = entry.get("command")
+    command = entry.get(flavor.command_key)
     if flavor.command_list:
         if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
             return list(command)
@@ -316,18 +326,26 @@ def _with_command(
 ) -> dict[str, Any]:
     new = dict(entry)
     if flavor.command_list:
-        new["command"] = [*head, *tail]
+        new[flavor.command_key] = [*head, *tail]
     else:
-        new["command"] = head[0]
+        new[flavor.command_key] = head[0]
         new["args"] = [*head[1:], *tail]
     return new
 
 
 def new_entry(
-    flavor: Flavor, launcher: list[str], options: ProxyOptions, upstream: list[str] | Remote
+    flavor: Flavor,
+    launcher: list[str],
+    options: ProxyOptions,
+    upstream: list[str] | Remote,
+    name: str = "",
 ) -> dict[str, Any]:
-    """A new wrapped entry (``spillstore add``): a command line, or a remote server."""
+    """A new wrapped entry ``name`` (``spillstore add``): a command line, or a remote
+    server."""
     base: dict[str, Any] = {} if flavor.stdio_type is None else {"type": flavor.stdio_type}
+    if flavor.name_key is not None:
+        base[flavor.name_key] = name
+    base.update(flavor.new_fields)
     proxy = [*launcher, "mcp", "proxy", *options.args()]
     if isinstance(upstream, Remote):
         return _remote(base, flavor, proxy, upstream)
@@ -346,9 +364,9 @@ def unwrap(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
         return None
     new = dict(entry)
     if flavor.command_list:
-        new["command"] = list(found.command)
+        new[flavor.command_key] = list(found.command)
         return new
-    new["command"] = found.command[0]
+    new[flavor.command_key] = found.command[0]
     args = list(found.command[1:])
     if args:
         new["args"] = args
@@ -361,7 +379,7 @@ def _unwrap_remote(entry: dict[str, Any], flavor: Flavor, found: Wrapped) -> dic
     """The remote entry back: its URL, and its headers from the command line and the
     environment (None when a header's variable is not in the entry's environment)."""
     assert found.url is not None
-    new = {k: v for k, v in entry.items() if k not in ("command", "args")}
+    new = {k: v for k, v in entry.items() if k not in (flavor.command_key, "args")}
     env = dict(new.get(flavor.env_key) or {})
     headers = dict(found.headers)
     for name, var in found.header_vars:

@@ -134,6 +134,7 @@ class FastCalls:
 
     def __init__(self, proxy: SpillProxy, tg: anyio.abc.TaskGroup) -> None:
         self._proxy = proxy
+        self._spill_names = frozenset(proxy.spill_tools.names)  # decided at start
         self._tg = tg
         self._count = 0
         self._ready = False  # a 2025-era client finished its handshake
@@ -184,7 +185,7 @@ class FastCalls:
         if meta is not None and (not isinstance(meta, dict) or meta):
             return False  # a progress token, a 2026-era stamp, ...: the SDK path
         conn = self._proxy.live_stdio_connection()
-        if conn is None or name in self._proxy.spill_tools.names:
+        if conn is None or name in self._spill_names:
             return False
         self._count += 1
         upstream_id = f"{CLAIM_PREFIX}{self._count}"

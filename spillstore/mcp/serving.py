@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import anyio
 
@@ -27,9 +27,29 @@ def _store_for(settings: Settings, store: Store | None) -> Store:
     return store if store is not None else store_for(settings)
 
 
+_PREVIEWS: Final = ("head_bytes", "tail_bytes")
+
+
+def _explicit(settings: Settings) -> dict[str, Any]:
+    """The fields of ``settings`` that someone set (arguments or the environment).
+
+    Previews nobody set are fitted to ``max_bytes`` when they are built, and pydantic then
+    counts them as set; a preview is left out when the settings come out the same without
+    it, so that it fits the next budget too (an explicit preview never shrinks).
+    """
+    explicit = settings.model_dump(exclude_unset=True)
+    for dropped in (_PREVIEWS, _PREVIEWS[1:], _PREVIEWS[:1]):
+        if all(name in explicit for name in dropped):
+            kept = {key: value for key, value in explicit.items() if key not in dropped}
+            if Settings(**kept) == settings:
+                return kept
+    return explicit
+
+
 def _settings(settings: Settings | None, overrides: Mapping[str, Any]) -> Settings:
     """``settings`` (or ``Settings()``) with the arguments given; ``dir`` given alone
-    beats a ``store`` URL from the settings or the environment."""
+    beats a ``store`` URL from the settings or the environment. Only what was set in
+    ``settings`` is kept: a smaller ``max_bytes`` refits the previews nobody set."""
     given = {key: value for key, value in overrides.items() if value is not None}
     if "dir" in given and "store" in given:
         raise ConfigError("give the store as dir= or as store= (a URL), not both")
@@ -39,7 +59,7 @@ def _settings(settings: Settings | None, overrides: Mapping[str, Any]) -> Settin
         return Settings(**given)
     if not given:
         return settings
-    return Settings(**{**settings.model_dump(), **given})
+    return Settings(**{**_explicit(settings), **given})
 
 
 async def aserve(

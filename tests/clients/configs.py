@@ -204,3 +204,80 @@ def _toml_value(value: Any) -> str:
             + " }"
         )
     raise TypeError(value)
+
+
+def goose_entries(values: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """One Goose extension: stdio (``cmd``/``args``/``envs``), streamable HTTP or SSE
+    (``uri``, ``headers``), built-in, or already behind another proxy; with the fields
+    Goose writes (``enabled``, ``name``, ``timeout``, ``description``, ``env_keys``, ...)."""
+    common = st.fixed_dictionaries(
+        {"enabled": st.booleans()},
+        optional={
+            "name": values,
+            "timeout": st.integers(0, 10**6),
+            "description": values,
+            "env_keys": st.lists(words, max_size=2),
+            "bundled": st.none() | st.booleans(),
+            "envs": st.dictionaries(words, values, max_size=2),
+        },
+    )
+    stdio = st.builds(
+        lambda cmd, args, extra: {"type": "stdio", "cmd": cmd, "args": args, **extra},
+        values,
+        st.lists(values, max_size=4),
+        common,
+    )
+    remote = st.builds(
+        lambda kind, uri, headers, extra: {
+            "type": kind,
+            "uri": "https://h/" + uri,
+            **({"headers": headers} if headers else {}),
+            **extra,
+        },
+        st.sampled_from(["streamable_http", "sse"]),
+        values,
+        st.dictionaries(HEADER_NAMES, values, max_size=2),
+        common,
+    )
+    builtin = st.builds(lambda extra: {"type": "builtin", **extra}, common)
+    other = st.builds(
+        lambda args: {"type": "stdio", "cmd": "ctxtual", "args": ["wrap", "--", *args]},
+        st.lists(values),
+    )
+    return stdio | remote | builtin | other
+
+
+@st.composite
+def yaml_config(draw: st.DrawFn) -> str:
+    """A Goose config.yaml: settings and comments around ``extensions``, each entry in
+    block or flow style, LF or CRLF, 2 or 4 spaces."""
+    import yaml
+
+    servers = draw(st.dictionaries(words, goose_entries(json_text), max_size=5))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    step = draw(st.sampled_from([2, 4]))
+    comments = draw(st.booleans())
+
+    def dump(value: Any, flow: bool) -> str:
+        text = yaml.safe_dump(
+            value, default_flow_style=flow, allow_unicode=True, sort_keys=False, width=1 << 30
+        )
+        return text.removesuffix("\n...\n").rstrip("\n")
+
+    lines = ["# goose é 🌙" if comments else "", "GOOSE_PROVIDER: anthropic"]
+    if servers or draw(st.booleans()):
+        lines.append("extensions:" + (" # mine" if comments else "") + ("" if servers else " {}"))
+    for i, (name, entry) in enumerate(servers.items()):
+        key = dump(name, True)
+        if comments and i % 2:
+            lines.append(" " * step + "# " + key[:5])
+        if draw(st.booleans()):
+            lines.append(" " * step + f"{key}: {dump(entry, True)}")
+            continue
+        lines.append(" " * step + f"{key}:")
+        body = dump(entry, False).split("\n")
+        lines += [" " * (2 * step) + line if line else line for line in body]
+        if comments:
+            lines.append(" " * (2 * step) + "# end of " + key[:5])
+    lines += ["GOOSE_MODEL: claude  # after", ""]
+    return newline.join(line for line in lines if line is not None)

@@ -1,9 +1,9 @@
-"""End to end: ``spillstore install`` rewrites a real ``.mcp.json`` that runs
-``mcp-server-git`` (from PyPI, in the ``test`` extra), or that reaches a remote server
-over streamable HTTP with a header it requires; the rewritten command line is launched
-exactly as the config states it, by the SDK's client, as Claude Code would; a large
-result comes back capped and reads back byte for byte; ``uninstall`` gives the file back
-unchanged."""
+"""End to end: ``spillstore install`` rewrites a real ``.mcp.json`` (or Goose's
+``config.yaml``) that runs ``mcp-server-git`` (from PyPI, in the ``test`` extra), or
+that reaches a remote server over streamable HTTP with a header it requires; the
+rewritten command line is launched exactly as the config states it, by the SDK's client,
+as Claude Code would; a large result comes back capped and reads back byte for byte;
+``uninstall`` gives the file back unchanged."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+import yaml
 from mcp import Client, StdioServerParameters
 
 from spillstore import LocalStore
@@ -55,26 +56,32 @@ def _texts(result: types.CallToolResult) -> list[str]:
 
 
 async def _call(
-    entry: dict[str, object], name: str, arguments: dict[str, object]
+    entry: dict[str, object],
+    name: str,
+    arguments: dict[str, object],
+    keys: tuple[str, str] = ("command", "env"),
 ) -> types.CallToolResult:
     """Start the server exactly as the entry says (command, args, env over the client's
-    own environment) and make one call."""
-    command, args, env = entry["command"], entry.get("args", []), entry.get("env", {})
+    own environment; ``keys``: where the entry keeps its program and environment) and make
+    one call."""
+    command, args, env = entry[keys[0]], entry.get("args", []), entry.get(keys[1], {})
     assert isinstance(command, str) and isinstance(args, list) and isinstance(env, dict)
     server = StdioServerParameters(command=command, args=args, env={**os.environ, **env})
     async with Client(server) as client:
         return await client.call_tool(name, arguments)
 
 
-async def test_installed_git_server_runs_behind_the_cap_and_reads_back_exactly(
-    tmp_path: Path,
-) -> None:
-    """install, launch the rewritten entry, get a capped result whose spill reads back
-    exactly, then uninstall to the same bytes."""
+def _servers() -> tuple[Path, Path]:
+    """mcp-server-git and the spillstore script, next to this interpreter."""
     git_server = BIN / "mcp-server-git"
     launcher = BIN / "spillstore"
     if not git_server.exists() or not launcher.exists():
         pytest.skip("mcp-server-git or the spillstore script is not installed next to python")
+    return git_server, launcher
+
+
+def _repo(tmp_path: Path) -> Path:
+    """A repository whose last commit's diff is far over the budget."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
@@ -86,7 +93,16 @@ async def test_installed_git_server_runs_behind_the_cap_and_reads_back_exactly(
     )
     _git(repo, "add", "big.txt")
     _git(repo, "commit", "-q", "-m", "big")
+    return repo
 
+
+async def test_installed_git_server_runs_behind_the_cap_and_reads_back_exactly(
+    tmp_path: Path,
+) -> None:
+    """install, launch the rewritten entry, get a capped result whose spill reads back
+    exactly, then uninstall to the same bytes."""
+    git_server, launcher = _servers()
+    repo = _repo(tmp_path)
     home, work, store = tmp_path / "home", tmp_path / "work", tmp_path / "spills"
     home.mkdir()
     work.mkdir()
@@ -149,6 +165,43 @@ async def test_installed_git_server_runs_behind_the_cap_and_reads_back_exactly(
     assert f"  2000\t{lines[1999]}" in _texts(page)[0]
 
     out = _spillstore(home, work, "uninstall", "claude-code", "--scope", "project", "--all")
+    assert "git: restored - from its backup, as it was" in out
+    assert config.read_text(encoding="utf-8") == original
+
+
+async def test_installed_goose_extension_runs_behind_the_cap_and_reads_back_exactly(
+    tmp_path: Path,
+) -> None:
+    """The same through Goose's config.yaml: the wrapped extension's ``cmd``, ``args`` and
+    ``envs`` launched as Goose would; uninstall gives the same bytes back."""
+    git_server, launcher = _servers()
+    repo = _repo(tmp_path)
+    home, store, config = tmp_path / "home", tmp_path / "spills", tmp_path / "config.yaml"
+    home.mkdir()
+    original = (
+        "# goose\nextensions:\n  git:  # the git server\n    enabled: true\n"
+        f"    type: stdio\n    name: git\n    cmd: {json.dumps(str(git_server))}\n"
+        f"    args: [--repository, {json.dumps(str(repo))}]\n"
+        f"    envs: {{SPILLSTORE_DIR: {json.dumps(str(store))}}}\n    timeout: 300\n"
+    )
+    config.write_text(original, encoding="utf-8")
+    common = ("goose", "--config", str(config), "--all")
+    out = _spillstore(
+        home, tmp_path, "install", *common, "--max-bytes", str(BUDGET), "--launcher", str(launcher)
+    )
+    assert "git: wrapped" in out
+    entry = yaml.safe_load(config.read_text(encoding="utf-8"))["extensions"]["git"]
+    arguments: dict[str, object] = {"repo_path": str(repo), "target": "HEAD~1"}
+    result = await _call(entry, "git_diff", arguments, keys=("cmd", "envs"))
+    [text] = _texts(result)
+    assert len(text.encode()) <= BUDGET
+    spill = (result.meta or {})[SPILL_META_KEY]
+    diff = subprocess.run(
+        ["git", "diff", "HEAD~1"], cwd=repo, capture_output=True, check=True
+    ).stdout
+    stored = LocalStore(store).read_bytes(spill["spillId"], 0, spill["totalBytes"])
+    assert stored.decode() == "Diff with HEAD~1:\n" + diff.decode().rstrip("\n")
+    out = _spillstore(home, tmp_path, "uninstall", *common)
     assert "git: restored - from its backup, as it was" in out
     assert config.read_text(encoding="utf-8") == original
 

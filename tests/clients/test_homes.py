@@ -31,6 +31,7 @@ SYSTEMS: dict[str, dict[str, Any]] = {
         "desktop": "~/.config/Claude/claude_desktop_config.json",
         "vscode": "~/.config/Code/User/mcp.json",
         "zed": "~/.config/zed/settings.json",
+        "goose": "~/.config/goose/config.yaml",
     },
     "darwin": {
         "home": "/Users/me",
@@ -39,6 +40,7 @@ SYSTEMS: dict[str, dict[str, Any]] = {
         "desktop": "~/Library/Application Support/Claude/claude_desktop_config.json",
         "vscode": "~/Library/Application Support/Code/User/mcp.json",
         "zed": "~/.config/zed/settings.json",
+        "goose": "~/.config/goose/config.yaml",
     },
     "windows": {
         "home": "C:\\Users\\me",
@@ -50,6 +52,7 @@ SYSTEMS: dict[str, dict[str, Any]] = {
         "desktop": "~/AppData/Roaming/Claude/claude_desktop_config.json",
         "vscode": "~/AppData/Roaming/Code/User/mcp.json",
         "zed": "~/AppData/Roaming/Zed/settings.json",
+        "goose": "~/AppData/Roaming/Block/goose/config/config.yaml",
     },
 }
 
@@ -71,6 +74,7 @@ LAYOUT: list[tuple[str, str, str]] = [
     ("zed", "project", "./.zed/settings.json"),
     ("opencode", "user", "~/.config/opencode/opencode.json"),
     ("opencode", "project", "./opencode.json"),
+    ("goose", "user", "{goose}"),
 ]
 """Client, scope, file: ``~`` is the home, ``.`` the working directory."""
 
@@ -102,6 +106,11 @@ def _expand(place: Place, system: str, pattern: str) -> Path:
 def _content(client: str, scope: str, place: Place) -> str:
     if client == "codex":
         return '# mine\n[mcp_servers.git]\ncommand = "uvx"  # fast\nargs = ["mcp-server-git"]\n'
+    if client == "goose":
+        return (
+            "# mine\nextensions:\n  git:\n    enabled: true\n    type: stdio  # fast\n"
+            "    cmd: uvx\n    args: [mcp-server-git]\n    envs: {K: é}\nGOOSE_MODEL: m\n"
+        )
     entry: dict[str, Any] = {"command": "uvx", "args": ["mcp-server-git"], "env": {"K": "é"}}
     if client == "opencode":
         entry = {"type": "local", "command": ["uvx", "mcp-server-git"]}
@@ -172,6 +181,28 @@ def test_each_client_file_is_found_wrapped_and_restored_on_each_system(
     assert "git: restored - from its backup, as it was" in out
     assert path.read_bytes() == original
 
+    code, out = _cli("add", client, "fetch", "--scope", scope, "--launcher", LAUNCHER, "--", "uvx")
+    assert code == 0, out
+    code, out = _cli("status", client, "--scope", scope)
+    assert "git: not wrapped: uvx mcp-server-git" in out
+    assert "fetch: wrapped (default options): -- uvx" in out
+
+
+@pytest.mark.parametrize("fake_home", ["linux"], indirect=True)
+@pytest.mark.parametrize(("client", "scope", "pattern"), LAYOUT)
+def test_add_makes_each_client_file_that_is_missing(
+    fake_home: Place, client: str, scope: str, pattern: str
+) -> None:
+    """add on a fresh home makes the client's file (0600) where the client reads it,
+    with a wrapped server that status then lists."""
+    path = _expand(fake_home, "linux", pattern.format(**SYSTEMS["linux"]))
+    args = ("add", client, "fetch", "--scope", scope, "--launcher", LAUNCHER, "--", "uvx", "x")
+    code, out = _cli(*args)
+    assert code == 0, out
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    code, out = _cli("status", client, "--scope", scope)
+    assert f"{path}\n  fetch: wrapped (default options): -- uvx x" in out
+
 
 @pytest.mark.parametrize("fake_home", ["linux"], indirect=True)
 @pytest.mark.parametrize(
@@ -181,6 +212,8 @@ def test_each_client_file_is_found_wrapped_and_restored_on_each_system(
         ("claude-code", {"CLAUDE_CONFIG_DIR": "/srv/claude"}, "/srv/claude/.claude.json"),
         ("vscode", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/Code/User/mcp.json"),
         ("zed", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/zed/settings.json"),
+        ("goose", {"XDG_CONFIG_HOME": "/srv/xdg"}, "/srv/xdg/goose/config.yaml"),
+        ("goose", {"GOOSE_PATH_ROOT": "/srv/g"}, "/srv/g/config/config.yaml"),
     ],
 )
 def test_the_clients_own_environment_variables_move_their_files(
@@ -190,7 +223,7 @@ def test_the_clients_own_environment_variables_move_their_files(
     env: dict[str, str],
     pattern: str,
 ) -> None:
-    """CODEX_HOME, CLAUDE_CONFIG_DIR and XDG_CONFIG_HOME are honoured."""
+    """CODEX_HOME, CLAUDE_CONFIG_DIR, GOOSE_PATH_ROOT and XDG_CONFIG_HOME are honoured."""
     place = _place("linux", env)
     monkeypatch.setattr(clients_cli, "_place", lambda: place)
     path = Path(pattern)

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spillstore._clients import ops
-from spillstore._clients.formats import Format, JsonFormat
+from spillstore._clients.formats import JsonFormat
 from spillstore._clients.registry import CLIENTS, Place
 from spillstore._clients.wrap import Flavor, ProxyOptions, Wrapped, wrapped_by
-from tests.clients.configs import LAUNCHER, json_config, toml_config
+from tests.clients.configs import LAUNCHER, json_config, toml_config, yaml_config
 
 PLACE = Place(home=Path("/home/é"), system="linux", env={}, cwd=Path("/home/é/app 🌙"))
 ENTRY_STYLE = {
@@ -28,6 +28,7 @@ ENTRY_STYLE = {
     "windsurf": "windsurf",
     "opencode": "opencode",
     "codex": "codex",
+    "goose": "goose",
 }
 SCOPED = [(client, scope) for client in CLIENTS for scope in CLIENTS[client].scopes]
 OPTIONS = ProxyOptions(max_bytes="20KB", store="s3://bucket/spills")
@@ -37,6 +38,8 @@ def _config(client: str, scope: str, data: st.DataObject) -> ops.Config:
     _, fmt = CLIENTS[client].locate(PLACE, scope, lambda path: False)
     if client == "codex":
         text = data.draw(toml_config())
+    elif client == "goose":
+        text = data.draw(yaml_config())
     else:
         assert isinstance(fmt, JsonFormat)
         section = data.draw(st.sampled_from(fmt.sections))  # opencode: v2 and v1 layouts
@@ -44,10 +47,10 @@ def _config(client: str, scope: str, data: st.DataObject) -> ops.Config:
     return ops.Config(fmt, CLIENTS[client].flavor, text, "cfg")
 
 
-def _argv(entry: dict[str, Any], fmt: Format, command_list: bool) -> list[str]:
-    if command_list:
-        return list(entry["command"])
-    return [entry["command"], *entry.get("args", [])]
+def _argv(entry: dict[str, Any], flavor: Flavor) -> list[str]:
+    if flavor.command_list:
+        return list(entry[flavor.command_key])
+    return [entry[flavor.command_key], *entry.get("args", [])]
 
 
 def _check_remote(
@@ -100,10 +103,10 @@ def test_install_then_uninstall_gives_back_the_same_bytes(
         assert found.options == ("--max-bytes", "20KB", "--store", "s3://bucket/spills")
         original = before[change.name]
         if found.url is None:
-            assert list(found.command) == _argv(original, config.fmt, flavor.command_list)
+            assert list(found.command) == _argv(original, flavor)
         else:
             _check_remote(original, entry, found, flavor)
-        skip = ("command", "args", "type", flavor.env_key)
+        skip = (flavor.command_key, "args", "type", flavor.env_key)
         kept = {k: v for k, v in entry.items() if k not in skip}
         assert all(original.get(k) == v for k, v in kept.items())
 
@@ -140,7 +143,7 @@ def test_uninstall_without_backups_rebuilds_every_local_server(
         original = before[change.name]
         if change.action != "wrapped":
             continue
-        if "command" in original and not original.get("args", True):
+        if config.flavor.command_key in original and not original.get("args", True):
             original = {k: v for k, v in original.items() if k != "args"}  # not written back
         env_key = config.flavor.env_key
         if original.get(config.flavor.headers_key) and original.get(env_key) == {}:

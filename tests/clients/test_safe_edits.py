@@ -240,6 +240,30 @@ def test_bad_choices_are_refused_before_anything_is_read(project: Path, cli: Cli
     assert project.read_text(encoding="utf-8") == CONFIG
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--max-bytes", "1KB"], "at least 2048 bytes"),
+        (["--max-bytes", "12K"], '"K" is ambiguous'),
+        (["--store", "bogus://x"], "unknown scheme 'bogus'"),
+        (["--store", "s3://"], "s3://BUCKET"),
+        (["--store", ""], "non-empty path"),
+    ],
+)
+def test_proxy_options_the_proxy_would_refuse_are_refused_by_install_and_add(
+    project: Path, cli: Cli, option: list[str], message: str
+) -> None:
+    """A budget or store URL the proxy would refuse is a usage error now, naming the
+    option, and nothing is written: written into a client's config, it would show only as
+    a server that fails to start."""
+    code, out = cli.install("--all", *option)
+    assert code == 2 and f"{option[0]} {option[1]}: " in out and message in out
+    code, out = cli("add", "claude-code", "new", "--scope", "project", *option, "--", "uvx")
+    assert code == 2 and message in out
+    assert project.read_text(encoding="utf-8") == CONFIG
+    assert backups(project) == []
+
+
 def test_add_writes_a_wrapped_entry_and_refuses_a_taken_name(tmp_path: Path, cli: Cli) -> None:
     """add creates the file (0600) and section when missing, wraps the new server, and
     will not replace a server of the same name."""

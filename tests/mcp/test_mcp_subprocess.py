@@ -22,8 +22,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from spillstore import LocalStore, Settings, TruncationService
-from spillstore.mcp import SpillProxy, StdioTransport
+from spillstore import ConfigError, LocalStore, Settings, TruncationService
+from spillstore.mcp import SpillProxy, StdioTransport, arun_proxy
 from spillstore.mcp.convert import SPILL_META_KEY
 from tests.mcp.mcp_servers import served
 from tests.mcp.mcp_servers.big import make_text
@@ -170,6 +170,54 @@ async def test_proxy_command_line_refuses_a_bad_budget(tmp_path: Path) -> None:
     assert "max_bytes" in done.stderr and "KiB" in done.stderr
 
 
+_RUN_PROXY = (
+    "import sys; from spillstore import Settings; from spillstore.mcp import run_proxy; "
+    "run_proxy(sys.argv[2:], settings=Settings(), max_bytes='4KB', dir=sys.argv[1])"
+)
+
+
+@pytest.mark.parametrize(
+    ("how", "budget_env"),
+    [("option", "20KB"), ("environment", "4KB"), ("library", "10KB")],
+)
+async def test_proxy_with_a_small_budget_alone_fits_the_previews_and_caps(
+    tmp_path: Path, how: str, budget_env: str
+) -> None:
+    """A 4 KB budget given alone (``--max-bytes 4KB`` over a bigger
+    ``$SPILLSTORE_MAX_BYTES``, the environment alone, or ``run_proxy(settings=Settings(),
+    max_bytes="4KB")``) is accepted: previews nobody set shrink to fit it, and a big
+    result comes back capped to 4,000 bytes and reads back exactly."""
+    spills = str(tmp_path / "spills")
+    args = {
+        "option": ["-m", "spillstore.mcp", "proxy", "--dir", spills, "--max-bytes", "4KB", "--"],
+        "environment": ["-m", "spillstore.mcp", "proxy", "--dir", spills, "--"],
+        "library": ["-c", _RUN_PROXY, spills],
+    }[how]
+    env = {**os.environ, "SPILLSTORE_MAX_BYTES": budget_env}
+    env = {
+        k: v for k, v in env.items() if k not in ("SPILLSTORE_HEAD_BYTES", "SPILLSTORE_TAIL_BYTES")
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=[*args, *BIG], env=env, cwd=str(ROOT)
+    )
+    async with Client(params, mode="legacy") as client:
+        result = await client.call_tool("big", {"size": 100_000})
+    [text] = texts(result)
+    assert len(text.encode()) <= 4_000
+    spill = (result.meta or {})[SPILL_META_KEY]
+    assert (
+        LocalStore(spills).read_bytes(spill["spillId"], 0, 100_000) == make_text(100_000).encode()
+    )
+
+
+async def test_proxy_budget_override_keeps_explicit_previews_explicit() -> None:
+    """``arun_proxy(settings=..., max_bytes=...)``: a preview the settings set is never
+    shrunk, so one that cannot fit the new budget is refused, naming it, before any
+    upstream starts."""
+    with pytest.raises(ConfigError, match="head_bytes"):
+        await arun_proxy(["true"], settings=Settings(head_bytes=3_000), max_bytes="4KB")
+
+
 @pytest.mark.parametrize("entry", ["module", "cli"])
 async def test_serve_command_line_reads_the_spills_of_a_session(tmp_path: Path, entry: str) -> None:
     """``serve --dir D --session S`` (or ``spillstore --session S mcp serve``) reads spills."""
@@ -183,7 +231,8 @@ async def test_serve_command_line_reads_the_spills_of_a_session(tmp_path: Path, 
         "module": ["-m", "spillstore.mcp", "serve", "--dir", spills, "--session", "work"],
         "cli": ["-m", "spillstore._cli", "--session", "work", "mcp", "serve", "--dir", spills],
     }[entry]
-    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+    env = {**os.environ, "SPILLSTORE_MAX_BYTES": "4KB"}  # a small budget alone is fine
+    params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(ROOT))
     async with Client(params) as client:
         tools = (await client.list_tools()).tools
         assert all(t.annotations and t.annotations.read_only_hint for t in tools)

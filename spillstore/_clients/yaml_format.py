@@ -1,0 +1,212 @@
+"""Servers in a YAML mapping (Goose's ``config.yaml``, ``extensions:``), edited in place.
+
+The file is parsed with PyYAML's composer, which gives each node's place in the text.
+Only the entries that change are rewritten; everything else (comments, quoting,
+spacing, CRLF, the other settings) stays byte for byte:
+
+- a changed entry's value (from the colon after its name to the end of its last value)
+  is written anew in block style at the entry's indentation (comments inside that one
+  entry go with it; the backup keeps them, and :meth:`YamlFormat.edit` puts the exact
+  original text back);
+- a new entry goes after the last one, at the same indentation.
+
+Every edit is read back before it is returned: a text that does not parse to exactly
+the intended entries is an error, never a file. Anchors and aliases inside the section
+are refused (an entry that shares a node with another cannot be edited alone).
+
+Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from spillstore._clients.errors import ClientConfigError
+from spillstore._clients.formats import Format, match_newlines
+
+__all__ = ["YamlFormat"]
+
+_Span = tuple[int, int]
+
+
+def _end(node: Any, text: str) -> int:
+    """Where ``node``'s own text ends: a block collection at its last value (PyYAML's end
+    mark is at the next token, past comments and blank lines), a block scalar before its
+    trailing line breaks."""
+    block = isinstance(node, yaml.MappingNode | yaml.SequenceNode) and not node.flow_style
+    if block and node.value:
+        last = node.value[-1]
+        return _end(last[1] if isinstance(node, yaml.MappingNode) else last, text)
+    end: int = node.end_mark.index
+    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+        while end > node.start_mark.index and text[end - 1] in " \t\r\n":
+            end -= 1
+    return end
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _render(value: Any, indent: int) -> str:
+    """``value`` in block style, each line indented by ``indent`` spaces."""
+    dumped = yaml.safe_dump(
+        value, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 30
+    )
+    lines = dumped.rstrip("\n").split("\n")
+    return "\n".join(" " * indent + line if line else line for line in lines)
+
+
+class YamlFormat(Format):
+    """Servers as the members of one top-level YAML mapping (Goose: ``extensions``)."""
+
+    def __init__(self, section: str) -> None:
+        self.section = section
+
+    def _load(self, text: str, where: str) -> Any:
+        try:
+            return yaml.safe_load(text)
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise ClientConfigError(
+                f"{where}: not valid YAML: {_one_line(exc)}", path=where
+            ) from exc
+
+    def _nodes(self, text: str, where: str = "config") -> tuple[Any, Any, Any]:
+        """The root node, the section's key node and its value node (None when absent)."""
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise ClientConfigError(
+                f"{where}: not valid YAML: {_one_line(exc)}", path=where
+            ) from exc
+        if root is None or (isinstance(root, yaml.ScalarNode) and root.value == ""):
+            return None, None, None
+        if not isinstance(root, yaml.MappingNode):
+            raise ClientConfigError(f"{where}: the file is not a mapping of settings", path=where)
+        for key, value in root.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == self.section:
+                self._no_anchors(text, value, where)
+                return root, key, value
+        return root, None, None
+
+    def _no_anchors(self, text: str, node: Any, where: str) -> None:
+        start, end = node.start_mark.index, _end(node, text)
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if not start <= event.start_mark.index < end:
+                continue
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ClientConfigError(
+                    f"{where}: {self.section} uses YAML anchors or aliases; edit it by hand",
+                    path=where,
+                )
+
+    def _members(self, text: str, where: str = "config") -> dict[str, tuple[Any, Any]]:
+        """Each entry's key node and value node, by name."""
+        _, _, section = self._nodes(text, where)
+        if section is None or (
+            isinstance(section, yaml.ScalarNode) and section.tag.endswith("null")
+        ):
+            return {}
+        if not isinstance(section, yaml.MappingNode):
+            raise ClientConfigError(f"{where}: {self.section} is not a mapping", path=where)
+        found: dict[str, tuple[Any, Any]] = {}
+        for key, value in section.value:
+            if not isinstance(key, yaml.ScalarNode) or not key.tag.endswith(":str"):
+                raise ClientConfigError(
+                    f"{where}: a name under {self.section} is not text", path=where
+                )
+            found[key.value] = (key, value)
+        return found
+
+    def _editable(self, text: str) -> None:
+        """Refuse to edit inside flow style (``{...}``): block style is what can be
+        spliced line by line."""
+        root, _, section = self._nodes(text)
+        for node, what in ((root, "the file"), (section, self.section)):
+            if isinstance(node, yaml.MappingNode) and node.flow_style and node.value:
+                raise ClientConfigError(
+                    f"{what} is written inline ({{...}}); write it as a block (one key per "
+                    "line) for spillstore to edit it",
+                    path="config",
+                )
+
+    def entries(self, text: str, where: str) -> dict[str, Any]:
+        self._members(text, where)  # the shape checks
+        data = self._load(text, where)
+        servers = data.get(self.section) if isinstance(data, dict) else None
+        return dict(servers) if isinstance(servers, dict) else {}
+
+    def _span(self, text: str, key: Any, value: Any) -> _Span:
+        return key.end_mark.index, _end(value, text)
+
+    def entry_texts(self, text: str, names: Iterable[str]) -> dict[str, str]:
+        members = self._members(text)
+        spans = {name: self._span(text, *members[name]) for name in names}
+        return {name: text[start:end] for name, (start, end) in spans.items()}
+
+    def edit(
+        self, text: str, values: Mapping[str, dict[str, Any]], originals: Mapping[str, str]
+    ) -> str:
+        self._editable(text)
+        members = self._members(text)
+        pieces: list[tuple[_Span, str]] = []
+        for name, value in values.items():
+            key, node = members[name]
+            indent = key.start_mark.column + 2
+            if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
+                indent = node.value[0][0].start_mark.column  # the entry's own indentation
+            pieces.append((self._span(text, key, node), ":\n" + _render(value, indent)))
+        for name, original in originals.items():
+            pieces.append((self._span(text, *members[name]), original))
+        new = text
+        for (start, end), piece in sorted(pieces, reverse=True):
+            new = new[:start] + match_newlines(text, piece) + new[end:]
+        expected = {**self.entries(text, "config"), **values}
+        for name in originals:
+            expected.pop(name)
+        self._check(new, expected, skip=set(originals))
+        return new
+
+    def _check(self, new: str, expected: Mapping[str, Any], skip: set[str]) -> None:
+        """Refuse an edit that does not read back as the intended entries."""
+        try:
+            found = self.entries(new, "config")
+        except ClientConfigError as exc:
+            raise ClientConfigError(
+                f"the edited YAML does not read back: {exc}", path="config"
+            ) from exc
+        if {k: v for k, v in found.items() if k not in skip} != expected:
+            raise ClientConfigError("the edited YAML does not read back as intended", path="config")
+
+    def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
+        self._editable(text)
+        members = self._members(text)
+        if name in members:
+            raise ClientConfigError(f"a server named {name!r} is already configured", path=name)
+        _, key, section = self._nodes(text)
+        block = {name: value}
+        if members:
+            first, _ = next(iter(members.values()))
+            start = _end(list(members.values())[-1][1], text)
+            line_end = text.find("\n", start)  # after a comment on the last entry's line
+            if line_end < 0:
+                start = len(text)
+            else:
+                start = line_end - 1 if text[line_end - 1] == "\r" else line_end
+            piece = "\n" + _render(block, first.start_mark.column)
+        elif key is not None:  # present but empty: `extensions:`, `~` or `{}`
+            start, end = key.end_mark.index, _end(section, text)
+            piece = ":\n" + _render(block, key.start_mark.column + 2)
+            new = text[:start] + match_newlines(text, piece) + text[end:]
+            self._check(new, {**self.entries(text, "config"), name: value}, skip=set())
+            return new
+        else:
+            start = len(text)
+            lead = "" if not text or text.endswith("\n") else "\n"
+            piece = lead + _render({self.section: block}, 0) + "\n"
+        new = text[:start] + match_newlines(text, piece) + text[start:]
+        self._check(new, {**self.entries(text, "config"), name: value}, skip=set())
+        return new

@@ -1,0 +1,127 @@
+"""Goose's config.yaml: what cannot be edited safely is one error line and left untouched;
+what can is edited in place, and a new server goes where Goose reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spillstore._cli import main
+
+LAUNCHER = "/opt/spillstore/bin/spillstore"
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backups go to a home of the test's own."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    captured = capsys.readouterr()
+    return int(exit_.value.code or 0), captured.out + captured.err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("extensions: {git: {type: stdio, cmd: uvx}}\n", "extensions is written inline"),
+        ("{extensions: {git: {cmd: uvx}}}\n", "the file is written inline"),
+        ("extensions:\n  a: &x {type: stdio, cmd: uvx}\n  b: *x\n", "anchors or aliases"),
+        ("a: 1\n---\nb: 2\n", "expected a single document"),
+        ("- 1\n- 2\n", "not a mapping of settings"),
+        ("extensions: [1]\n", "extensions is not a mapping"),
+        ("extensions:\n  1: {cmd: x}\n", "a name under extensions is not text"),
+        ("extensions: " + "[" * 5000 + "]" * 5000 + "\n", "not valid YAML"),
+        ("extensions:\n  x: !!python/object:os.system {}\n", "could not determine a constructor"),
+        ("extensions:\n\tgit: {}\n", "not valid YAML"),
+    ],
+)
+def test_a_config_that_cannot_be_edited_safely_is_one_error_line_and_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    code, out = _run(
+        capsys, "install", "goose", "--config", str(config), "--all", "--launcher", LAUNCHER
+    )
+    assert code == 1, out
+    assert message in out and out.count("\n") == 1
+    assert config.read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "a: 1",
+        "a: 1\nextensions:\nb: 2\n",
+        "extensions: {}\n",
+        "extensions:\r\n  old:\r\n    type: builtin\r\n    enabled: true  # on\r\n# end\r\n",
+    ],
+)
+def test_add_puts_a_goose_extension_under_extensions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """The new extension has the fields Goose needs (``enabled``, ``name``, ``type``,
+    ``cmd``, ``args``); the rest of the file reads as before."""
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    args = ("add", "goose", "fetch", "--config", str(config), "--launcher", LAUNCHER)
+    code, out = _run(capsys, *args, "--", "uvx", "mcp-server-fetch")
+    assert code == 0, out
+    before = yaml.safe_load(text) or {}
+    after = yaml.safe_load(config.read_text(encoding="utf-8"))
+    assert after["extensions"].pop("fetch") == {
+        "type": "stdio",
+        "name": "fetch",
+        "enabled": True,
+        "timeout": 300,
+        "description": "",
+        "cmd": LAUNCHER,
+        "args": ["mcp", "proxy", "--", "uvx", "mcp-server-fetch"],
+    }
+    assert after == {**before, "extensions": before.get("extensions") or {}}
+    if "# on" in text:  # a comment stays on its line, the line ends stay CRLF
+        new = config.read_bytes().decode()
+        assert "enabled: true  # on\r\n  fetch:\r\n" in new and new.endswith("\r\n# end\r\n")
+
+
+def test_a_remote_extension_goes_through_the_proxy_with_its_headers_in_envs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``type: streamable_http`` with ``uri`` and ``headers`` becomes a stdio extension
+    running ``proxy --url``, the header's value in ``envs``; uninstall gives the bytes
+    back."""
+    text = (
+        "# goose\nextensions:\n  web:  # remote\n    enabled: true\n    type: streamable_http\n"
+        "    name: web\n    uri: https://mcp.example/mcp\n    headers:\n"
+        "      Authorization: Bearer ${TOKEN}\n    timeout: 300\nGOOSE_MODEL: m\n"
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    common = ("--config", str(config), "--all")
+    code, out = _run(capsys, "install", "goose", *common, "--launcher", LAUNCHER)
+    assert code == 0, out
+    web = yaml.safe_load(config.read_text(encoding="utf-8"))["extensions"]["web"]
+    assert web == {
+        "enabled": True,
+        "type": "stdio",
+        "name": "web",
+        "timeout": 300,
+        "envs": {"SPILLSTORE_HEADER_AUTHORIZATION": "Bearer ${TOKEN}"},
+        "cmd": LAUNCHER,
+        "args": [
+            *("mcp", "proxy", "--url", "https://mcp.example/mcp"),
+            *("--header-env", "Authorization=SPILLSTORE_HEADER_AUTHORIZATION"),
+        ],
+    }
+    code, out = _run(capsys, "uninstall", "goose", *common)
+    assert code == 0, out
+    assert config.read_text(encoding="utf-8") == text
