@@ -19,14 +19,13 @@ strict parse of the whole text; the output itself is never changed.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spillstore._core.collector import gc_paused
 from spillstore._core.json_columns import MAX_DEPTH, MAX_KEYS, Arrays, Column, Objects
 from spillstore._core.json_doc import NotJson, looks_like_json
 from spillstore._core.json_lazy import CHUNK_BYTES, lazy_doc
@@ -95,7 +94,7 @@ def _chunked(text: str, title: str) -> tuple[list[str], str] | None:
     # The array's items are a column under the root array, or under a root member.
     depth = 1 if text.lstrip(" \t\n\r")[:1] == "[" else 2
     items = Column(depth)
-    with _collector_paused():
+    with gc_paused():
         doc = lazy_doc(data, collect=items.add)
     if doc is None:  # pragma: no cover - it was cut once
         return None
@@ -116,29 +115,6 @@ def _chunked(text: str, title: str) -> tuple[list[str], str] | None:
     lines = [f"{title} object, {len(root)} keys:"] + [f"  {line}" for line in objects.members()]
     root[doc.key] = [None] if doc.count else []  # what the example expression looks at
     return lines, _example_expression(root)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cycle collector paused while a listing's chunks are parsed, if it runs (and
-    resumed after, even on an error; a program that paused it keeps it paused).
-
-    Each chunk's items outlive a few young collections, so they are promoted to the
-    oldest generation, and every few chunks a full collection walks all the process's
-    long-lived containers: 1.5 of 2.8 s of CPU on a 100 MB listing here. Parsed JSON
-    holds no cycles, and each chunk is freed by reference counting, so pausing loses
-    nothing; it is process-wide, so another thread's cyclic garbage waits for the
-    next collection (after the parse), and a thread that resumed it early only costs
-    this parse its speed.
-    """
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _fit(lines: Iterable[str], budget: int) -> list[str]:

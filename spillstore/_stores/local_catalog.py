@@ -38,6 +38,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
+from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.errors import map_os_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
@@ -47,7 +48,6 @@ from spillstore._stores.local_rows import (
     RARE_SQL,
     ROW_COLUMNS,
     ROW_WIDTH,
-    gc_paused,
     metas_of,
     rare_of,
     row_meta,

@@ -15,19 +15,18 @@ match; a row that fails is skipped and logged (``spillstore check`` lists it). T
 objects are made the way pydantic's ``model_construct`` makes them (the instance
 ``__dict__`` and pydantic's three slots), through the slot descriptors themselves.
 The cyclic garbage collector is paused while a list's rows and objects are made
-(:func:`gc_paused`): 100,000 new objects would otherwise trigger full collections of the
-whole heap, which cost more than making them.
+(:func:`~spillstore._core.collector.gc_paused`, in the catalog's list): 100,000 new
+objects would otherwise trigger full collections of the whole heap, which cost more
+than making them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
 from pydantic import BaseModel
@@ -41,7 +40,6 @@ __all__ = [
     "ROW_COLUMNS",
     "ROW_WIDTH",
     "AllFieldsSet",
-    "gc_paused",
     "metas_of",
     "rare_of",
     "row_meta",
@@ -106,23 +104,6 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 logger = logging.getLogger("spillstore")
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector (if it runs) while many objects are made.
-
-    The objects made meanwhile are freed by reference counting as usual; the collector
-    resumes afterwards (a thread that disables it meanwhile sees it enabled again).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class _Fields:

@@ -77,7 +77,10 @@ def _as_haystacks(meta: SpillMeta, buf: Buffer, *, trust_utf8: bool = True) -> l
     out: list[Haystack] = []
     base = 0
     for start, end in meta.stored_ranges:
-        out.append(Haystack(buf, base, base + end - start, start, valid))
+        size = end - start
+        out.append(
+            Haystack(buf, base, base + size, start, valid, start > 0, end < meta.total_bytes)
+        )
         base += end - start
     return out
 
@@ -134,7 +137,8 @@ def _past_a_reported_line(
     ):
         return after
     lo = after.hi if newline < 0 else newline + 1
-    return Haystack(buf, lo, after.hi, after.origin + lo - after.lo, after.valid_utf8)
+    origin = after.origin + lo - after.lo  # lo now starts a whole line (or is the end)
+    return Haystack(buf, lo, after.hi, origin, after.valid_utf8, cut_hi=after.cut_hi)
 
 
 def _any_hit(stacks: Sequence[Haystack], matcher: Matcher) -> bool:

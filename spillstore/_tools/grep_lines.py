@@ -118,7 +118,12 @@ class ContentWriter:
         right = end - (window_start + cut)
         where = "" if match is None else f"; match at byte {match + hay.origin - hay.lo}"
         opening = f"[... {left} bytes] ".encode() if left else b""
-        closing = f" [... {right} more bytes; line of {size} bytes{where}]\n".encode()
+        # a line touching bytes the retention cap did not keep: its stored part is all we know
+        partial = (start == hay.lo and hay.cut_lo) or (end == hay.hi and hay.cut_hi)
+        length = (
+            f"at least {size} bytes (it reaches bytes not kept)" if partial else f"{size} bytes"
+        )
+        closing = f" [... {right} more bytes; line of {length}{where}]\n".encode()
         return head + opening + chunk[:cut] + closing
 
     def _flush_after(self, limit: int) -> bool:

@@ -70,6 +70,8 @@ class Haystack:
         origin: the original offset of ``buf[lo]``.
         valid_utf8: every byte of the range is valid UTF-8 (so RE2's ``[^\\n]*`` always
             runs on to the newline, and need not be checked).
+        cut_lo, cut_hi: bytes before ``lo`` / from ``hi`` on were not kept (the retention
+            cap), so a line touching that end may be longer than what is stored.
     """
 
     buf: Buffer
@@ -77,6 +79,8 @@ class Haystack:
     hi: int
     origin: int
     valid_utf8: bool = False
+    cut_lo: bool = False
+    cut_hi: bool = False
 
 
 Hit = tuple[int, int, int, int, int]

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from spillstore._core.collector import gc_paused
 from spillstore._stores.local import LocalStore
-from spillstore._stores.local_rows import LIST_COLUMNS, gc_paused, metas_of
+from spillstore._stores.local_rows import LIST_COLUMNS, metas_of
 from spillstore._stores.meta import SpillMeta
 
 _TMP = tempfile.TemporaryDirectory(prefix="spillstore-listing-")

@@ -369,6 +369,39 @@ def test_a_line_cut_in_two_by_retention_is_one_matching_line(
     assert counted.split("\n", 1)[0].endswith(": 2 matching lines"), counted
 
 
+def test_a_long_line_reaching_unkept_bytes_is_not_given_a_length(any_store: Store) -> None:
+    """A matching line over the column cap that runs into the gap the retention cap left
+    is said to be *at least* its stored length, whichever side of the gap it is seen
+    from; a long line stored whole keeps its exact length."""
+    cut_line = b"NEEDLE " + b"a" * 20_000 + b" NEEDLE"  # the gap falls inside it
+    whole = b"NEEDLE " + b"c" * 3000
+    data = cut_line + b"\n" + whole + b"\n"
+    tail = 3100 + len(whole) + 1
+    meta = any_store.put(
+        data,
+        session=SESSION,
+        tool_name="bash",
+        tool_call_id="c",
+        retention_bytes=4096 + tail,
+        retained_tail_bytes=tail,
+    )
+    ((_, kept_head), (tail_start, _)) = meta.stored_ranges
+    tools = SpillTools(any_store, max_column_bytes=100)
+    shown = [t for _, _, t in hits(text_of(tools.grep("NEEDLE", meta.spill_id)))]
+    assert len(shown) == 2, shown  # the cut line once, from its first part
+    assert shown[0].endswith(
+        f"line of at least {kept_head} bytes (it reaches bytes not kept); match at byte 0]"
+    ), shown[0]
+    assert shown[1].endswith(f"line of {len(whole)} bytes; match at byte {len(cut_line) + 1}]")
+    # seen from after the gap only (its first part holds no match)
+    shown = [t for _, _, t in hits(text_of(tools.grep("a NEEDLE", meta.spill_id)))]
+    kept_part = len(cut_line) - tail_start
+    assert shown == [shown[0]] and shown[0].endswith(
+        f"line of at least {kept_part} bytes (it reaches bytes not kept); "
+        f"match at byte {len(cut_line) - 8}]"
+    ), shown
+
+
 # --------------------------------------------------------------------------- patterns
 
 
