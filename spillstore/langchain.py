@@ -29,7 +29,7 @@ raw value as :func:`spillstore.wrap` does, with the call id ``"unknown"``.
 from __future__ import annotations
 
 try:
-    from langchain.agents.middleware import AgentMiddleware
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
     from langchain_core.messages import ToolMessage
     from langchain_core.tools import BaseTool, StructuredTool
 except ImportError as exc:  # pragma: no cover - the test environment has langchain
@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - the test environment has langch
         'spillstore.langchain needs LangChain: pip install "spillstore[langchain]"'
     ) from exc
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, Final
 
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -159,6 +159,43 @@ class SpillMiddleware(AgentMiddleware):
         self.spill = self._cappers.spill_tools
         self.exempt = self._cappers.exempt
         self.tools = _spill_tool_list(tools=self.spill) if include_spill_tools else []
+
+    def _check_tools(self, tools: Iterable[object]) -> None:
+        """Refuse an agent where another tool took the name of one this middleware added.
+
+        ``create_agent`` keys its tools by name, so a tool of the agent called
+        ``read_spill`` silently replaces ours, and every pointer would send the model to
+        it. Raises :class:`~spillstore.ConfigError` naming the tool, on the first model
+        call.
+        """
+        ours = {tool.name: tool for tool in self.tools}
+        for tool in tools:
+            name = getattr(tool, "name", None)
+            if isinstance(name, str) and name in ours and tool is not ours[name]:
+                raise ConfigError(
+                    f"the agent has its own tool named {name!r}, which replaces the one "
+                    f"SpillMiddleware adds (the pointers tell the model to call it): rename "
+                    f"that tool, or give spillstore's another name "
+                    f"(TruncationService(..., read_tool=...), and its tools follow)"
+                )
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Check that the agent's tools are the ones registered, then call the model."""
+        self._check_tools(request.tools)
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Async twin of :meth:`wrap_model_call`."""
+        self._check_tools(request.tools)
+        return await handler(request)
 
     def _capping(
         self, request: ToolCallRequest, result: ToolMessage | Command[Any]

@@ -229,6 +229,50 @@ def test_middleware_budgets_and_exempt(memory_service: TruncationService) -> Non
     assert results["c2"] == BIG
 
 
+def test_an_agent_tool_taking_a_spill_tool_name_is_refused(
+    memory_service: TruncationService,
+) -> None:
+    """create_agent keys tools by name: a tool of the agent called ``read_spill`` would
+    silently replace the middleware's, so every pointer would send the model to it."""
+
+    @tool
+    def read_spill(path: str) -> str:
+        """Read a file (the host's own tool)."""
+        return "the host's file"
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        return call("read_spill", "c1", path="x")
+
+    agent = create_agent(
+        ScriptedChatModel(responder=respond),
+        tools=[access_log, read_spill],
+        middleware=[SpillMiddleware(memory_service)],
+    )
+    with pytest.raises(ConfigError, match="own tool named 'read_spill'"):
+        agent.invoke({"messages": [HumanMessage("go")]})
+    with pytest.raises(ConfigError, match="own tool named 'read_spill'"):
+        asyncio.run(agent.ainvoke({"messages": [HumanMessage("go")]}))
+
+    # renamed through the service, both tools live side by side
+    renamed = TruncationService(memory_service.store, read_tool="read_output")
+    seen: list[str] = []
+
+    def respond_renamed(messages: list[BaseMessage]) -> AIMessage:
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if not results:
+            return call("read_spill", "c1", path="x")
+        seen.append(str(results[-1].content))
+        return AIMessage(content="ok")
+
+    agent = create_agent(
+        ScriptedChatModel(responder=respond_renamed),
+        tools=[read_spill],
+        middleware=[SpillMiddleware(renamed)],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]})
+    assert seen == ["the host's file"]
+
+
 def test_missing_framework_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without LangChain, importing the adapter fails with the exact pip install line."""
     import importlib
