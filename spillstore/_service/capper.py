@@ -12,6 +12,7 @@ only by ``await``. :func:`spillstore.wrap` and the framework adapters share it.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
@@ -23,7 +24,7 @@ from spillstore._service.flow import Flow, adrive, drive
 from spillstore._service.service import TruncationService
 from spillstore._settings import MIN_BUDGET_BYTES, Settings, fit_previews, parse_size
 
-__all__ = ["Capper", "model_text", "to_result"]
+__all__ = ["Capper", "json_text", "model_text", "to_result"]
 
 _PART_TYPES: Final = (str, TextPart, MediaPart, EmbeddedText, ResourceLink)
 _KEPT_MIME: Final = "application/x-spillstore-kept"
@@ -122,7 +123,14 @@ class Capper:
         """Cap a tool's return value and give it back in its own shape (see :func:`to_result`)."""
         shaped = to_result(value)
         if shaped is None:
-            return value
+            text = json_text(value)
+            if text is None:
+                return value
+            return (
+                yield from self.text_flow(
+                    value, text, tool_name=tool_name, tool_call_id=tool_call_id
+                )
+            )
         result, rebuild = shaped
         capped = yield from self.cap_flow(result, tool_name=tool_name, tool_call_id=tool_call_id)
         return value if capped is result else rebuild(capped)
@@ -231,6 +239,17 @@ def to_result(value: Any) -> tuple[ToolResult, Callable[[ToolResult], Any]] | No
             )
             return ToolResult(content=parts), _parts
     return None
+
+
+def json_text(value: Any) -> str | None:
+    """The JSON text of a dict, list or tuple (what a host sends the model for it), or
+    ``None`` for any other value, or one JSON cannot write (a set inside, a cycle)."""
+    if not isinstance(value, Mapping | list | tuple):
+        return None
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _same(capped: ToolResult) -> ToolResult:

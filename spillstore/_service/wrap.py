@@ -13,7 +13,11 @@ a mapping with a ``str`` text    a ``dict`` with the same keys, ``"text"`` the m
 a list/tuple of ``str``          a ``list[str]`` of the model-facing text parts
 a list/tuple of parts            a ``list`` of :data:`~spillstore.Part` (``str`` items become
                                  :class:`~spillstore.TextPart`), media kept in order
-anything else                    the value itself, untouched (numbers, ``None``, bytes, ...)
+any other dict, list or tuple    measured as its JSON text (``json.dumps``, non-ASCII kept):
+                                 the value itself when that fits, else the pointer (a ``str``)
+                                 to the saved JSON (its shape, and ``query_spill``)
+anything else                    the value itself, untouched (numbers, ``None``, bytes, a
+                                 dict JSON cannot write, ...)
 ===============================  ==============================================================
 
 A result that fits comes back as the very same object. Exceptions pass through untouched:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -182,15 +183,55 @@ def test_lists_come_back_as_lists(memory_service: TruncationService) -> None:
     assert isinstance(mixed[1], MediaPart)
 
 
-@pytest.mark.parametrize("value", [None, 42, b"x" * 100_000, {"data": "x" * 100_000}, []])
+@pytest.mark.parametrize(
+    "value",
+    [None, 42, b"x" * 100_000, {"data": {1, 2}, "big": "x" * 100_000}, [], {"small": [1, 2]}],
+)
 def test_other_values_pass_through(memory_service: TruncationService, value: object) -> None:
-    """Values with no text the wrapper knows come back untouched (the same object)."""
+    """Values with no text the wrapper knows, and JSON values that fit, come back
+    untouched (the same object)."""
 
     @wrap(service=memory_service)
     def tool() -> object:
         return value
 
     assert tool() is value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"rows": [{"id": n, "name": f"caf\u00e9 \U0001f600 {n}"} for n in range(20_000)]},
+        [n * 1.5 for n in range(60_000)],
+        ("tuple", 1, "x" * 80_000),
+    ],
+    ids=["dict", "list", "tuple"],
+)
+def test_a_big_json_value_becomes_a_pointer_to_its_exact_json_text(
+    memory_store: MemoryStore, memory_service: TruncationService, value: object
+) -> None:
+    """A dict, list or tuple is measured as the JSON a host sends for it: over budget,
+    the wrapper returns the pointer (a str), and the saved copy is that JSON, byte for
+    byte, queryable. The async twin gives the same pointer."""
+    expected = json.dumps(value, ensure_ascii=False)
+
+    def tool() -> object:
+        return value
+
+    async def atool() -> object:
+        return value
+
+    out = wrap(tool, service=memory_service)()
+    assert isinstance(out, str)
+    assert utf8_size(out) <= memory_service.settings.max_bytes
+    assert "query_spill" in out
+    spill = SPILL.search(out)
+    assert spill is not None
+    raw = expected.encode()
+    assert memory_store.read_bytes(spill.group(1), 0, len(raw) + 1) == raw
+    again = asyncio.run(wrap(atool, service=memory_service, name="tool")())
+    assert isinstance(again, str)
+    assert again.split("\n", 1)[0] == out.split("\n", 1)[0]
 
 
 def test_per_tool_budget_caps_smaller(memory_service: TruncationService) -> None:
