@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import encode, utf8_size
-from spillstore._errors import UsageError
+from spillstore._errors import ConfigError, UsageError
 from spillstore._service.decide import SpillArgs, result_flow, spill_args, stored_shape
 from spillstore._service.flow import (
     SLACK,
@@ -48,6 +48,13 @@ if TYPE_CHECKING:
 __all__ = ["OutputAccumulator"]
 
 _FINISHED = "this accumulator is finished; start a new one"
+_SMALL_CHUNK_BYTES = 16 * 1024
+_BATCH_BYTES = 256 * 1024
+"""Once spilling, chunks under ``_SMALL_CHUNK_BYTES`` are joined into batches of about
+this size before the store's writer takes them: the writer's cost is per call (about 10
+us), so 200,000 short lines took 0.87 s written one by one and 0.29 s batched (one
+write of them all: 0.07 s). Larger chunks go straight through, uncopied."""
+_Twin = Literal["sync", "async"]
 _MIXED = "use either the sync or the async methods of one accumulator, not both"
 
 
@@ -79,6 +86,10 @@ class OutputAccumulator:
         self._head = b""
         self._tail = bytearray()
         self._total = 0
+        self._overflowed = False
+        self._owner: _Twin | None = None  # the methods that spilled: "sync" or "async"
+        self._pending: list[bytes] = []  # spilled bytes not yet handed to the writer
+        self._pending_size = 0
         self._measure: Tally | None = None  # the output's measure, once no writer takes it
         self._writer: SpillWriter | None = None
         self._awriter: AsyncSpillWriter | None = None
@@ -93,36 +104,49 @@ class OutputAccumulator:
     @property
     def spilling(self) -> bool:
         """Whether the output outgrew the budget and is streaming to the store."""
-        return (
-            self._writer is not None or self._awriter is not None or self._write_error is not None
-        )
+        return self._overflowed
 
     # --- shared decisions ----------------------------------------------------------
 
-    def _take(self, chunk: str | bytes, *, other_writer: object) -> bytes | None:
-        """Account for a chunk; return the bytes to send to the store, if any.
+    def _take(self, chunk: str | bytes, *, twin: _Twin) -> list[bytes]:
+        """Account for a chunk; return the bytes to send to the store now, in order.
 
-        ``other_writer`` is the writer of the other twin (the async one for
-        :meth:`write`): one accumulator does not take both.
+        ``twin`` says which methods call: the twin that outgrew the budget owns the
+        store's writer, and the other one is refused from then on.
         """
         if self._done:
             raise UsageError(_FINISHED)
-        if other_writer is not None:
+        if self._owner not in (None, twin):
             raise UsageError(_MIXED)
-        data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
+        if isinstance(chunk, str):
+            data = encode(chunk)
+        elif isinstance(chunk, bytes | bytearray | memoryview):
+            data = bytes(chunk)
+        else:
+            raise ConfigError(f"output chunks must be str or bytes, not {type(chunk).__name__}")
         self._total += len(data)
-        if not self.spilling:
+        if not self._overflowed:
             self._buffer += data
             if len(self._buffer) <= self._budget:
-                return None
+                return []
+            self._overflowed, self._owner = True, twin
             self._head = bytes(self._buffer[: self._keep_head])
             data, self._buffer = bytes(self._buffer), bytearray()
         self._tail += data[-self._keep_tail :]
         del self._tail[: -self._keep_tail]
         if self._measure is not None:  # the store failed: no writer measures them any more
             self._measure.feed(data)
-            return None
-        return data
+            return []
+        if len(data) >= _SMALL_CHUNK_BYTES:  # worth its own call: no copy
+            return [*self._batch(), data]
+        self._pending.append(data)
+        self._pending_size += len(data)
+        return self._batch() if self._pending_size >= _BATCH_BYTES else []
+
+    def _batch(self) -> list[bytes]:
+        """The pending small chunks as one piece (none if there are none)."""
+        pending, self._pending, self._pending_size = self._pending, [], 0
+        return [b"".join(pending)] if pending else []
 
     def _take_over(
         self, taken: Tally, rest: Sequence[bytes | bytearray | memoryview | str]
@@ -150,17 +174,15 @@ class OutputAccumulator:
     def _spill_args(self) -> SpillArgs:
         return spill_args(self._host, self._tool_name, self._tool_call_id)
 
-    def _finish_flow(
-        self, suffix: str | None, is_error: bool, *, other_writer: object
-    ) -> Flow[ToolResult]:
+    def _finish_flow(self, suffix: str | None, is_error: bool, *, twin: _Twin) -> Flow[ToolResult]:
         """Every decision of :meth:`ok`/:meth:`error` and their async twins.
 
-        ``other_writer`` is the writer of the other twin, as in :meth:`_take`: a refused
-        finish leaves the accumulator as it was, to be finished by the right twin.
+        ``twin`` as in :meth:`_take`: a refused finish leaves the accumulator as it was,
+        to be finished by the twin that owns it.
         """
         if self._done:
             raise UsageError(_FINISHED)
-        if other_writer is not None:
+        if self._owner not in (None, twin):
             raise UsageError(_MIXED)
         self._done = True
         host = self._host
@@ -218,78 +240,96 @@ class OutputAccumulator:
 
     def write(self, chunk: str | bytes) -> None:
         """Take one chunk (a UTF-8 sequence may be split across chunks)."""
-        data = self._take(chunk, other_writer=self._awriter)
-        if data is None:
-            return
-        try:
-            if self._writer is None:
-                self._writer = self._host.store.writer(**self._spill_args())
-            self._writer.write(data)
-        except STORE_FAILURES as exc:  # spilling must never fail the tool call
-            self._fail(exc, data)
+        self._send(self._take(chunk, twin="sync"))
+
+    def _send(self, pieces: Sequence[bytes]) -> None:
+        """Hand ``pieces`` to the store's writer (made on the first one), in order."""
+        for n, data in enumerate(pieces):
+            try:
+                if self._writer is None:
+                    self._writer = self._host.store.writer(**self._spill_args())
+                self._writer.write(data)
+            except STORE_FAILURES as exc:  # spilling must never fail the tool call
+                self._fail(exc, pieces[n:])
+                return
 
     def ok(self, suffix: str | None = None) -> ToolResult:
         """Finish a successful run; ``suffix`` (e.g. ``"exit code 0"``) always shows."""
-        return drive(self._finish_flow(suffix, is_error=False, other_writer=self._awriter))
+        return drive(self._finish_flow(suffix, is_error=False, twin="sync"))
 
     def error(self, message: str) -> ToolResult:
         """Finish a failed run; ``message`` always shows and the result is an error."""
-        return drive(self._finish_flow(message, is_error=True, other_writer=self._awriter))
+        return drive(self._finish_flow(message, is_error=True, twin="sync"))
 
-    def _commit(self, suffix: str | None) -> SpillMeta:
+    def _commit(self, suffix: str | None) -> SpillMeta | Exception:
+        """Hand over the last batch, then commit; the store's error if the batch failed."""
+        self._send(self._batch())
+        if self._write_error is not None:
+            return self._write_error
         assert self._writer is not None  # _finish_flow refused a mix
         return self._writer.commit(suffix=_stored(suffix))
 
-    def _fail(self, exc: Exception, failed: bytes = b"") -> Exception:
-        """Remember why spilling failed (on ``failed``, the chunk being written, if any);
-        the sync writer (if any) is dropped."""
+    def _fail(self, exc: Exception, unsent: Sequence[bytes] = ()) -> Exception:
+        """Remember why spilling failed; the sync writer (if any) is dropped.
+
+        ``unsent`` are the pieces from the one whose hand-over failed to the last one
+        taken (none when the commit failed).
+        """
         self._write_error = exc
         writer, self._writer = self._writer, None
         if writer is None:
-            self._take_over(Tally(), (failed,))
+            self._take_over(Tally(), unsent)
             return exc
         with contextlib.suppress(*STORE_FAILURES):  # the first error is the one to report
             writer.abort()
-        self._take_over(writer.taken, (failed,))
+        self._take_over(writer.taken, unsent)
         return exc
 
     # --- async shell ---------------------------------------------------------------
 
     async def awrite(self, chunk: str | bytes) -> None:
         """Async twin of :meth:`write`."""
-        data = self._take(chunk, other_writer=self._writer)
-        if data is None:
-            return
-        try:
-            if self._awriter is None:
-                self._awriter = self._host.store.awriter(**self._spill_args())
-            await self._awriter.write(data)
-        except STORE_FAILURES as exc:
-            await self._afail(exc, data)
+        await self._asend(self._take(chunk, twin="async"))
+
+    async def _asend(self, pieces: Sequence[bytes]) -> None:
+        """Async twin of :meth:`_send`."""
+        for n, data in enumerate(pieces):
+            try:
+                if self._awriter is None:
+                    self._awriter = self._host.store.awriter(**self._spill_args())
+                await self._awriter.write(data)
+            except STORE_FAILURES as exc:
+                await self._afail(exc, pieces[n:])
+                return
 
     async def aok(self, suffix: str | None = None) -> ToolResult:
         """Async twin of :meth:`ok`."""
-        return await adrive(self._finish_flow(suffix, is_error=False, other_writer=self._writer))
+        return await adrive(self._finish_flow(suffix, is_error=False, twin="async"))
 
     async def aerror(self, message: str) -> ToolResult:
         """Async twin of :meth:`error`."""
-        return await adrive(self._finish_flow(message, is_error=True, other_writer=self._writer))
+        return await adrive(self._finish_flow(message, is_error=True, twin="async"))
 
-    async def _acommit(self, suffix: str | None) -> SpillMeta:
+    async def _acommit(self, suffix: str | None) -> SpillMeta | Exception:
+        """Async twin of :meth:`_commit`."""
+        await self._asend(self._batch())
+        if self._write_error is not None:
+            return self._write_error
         assert self._awriter is not None  # _finish_flow refused a mix
         return await self._awriter.commit(suffix=_stored(suffix))
 
-    async def _afail(self, exc: Exception, failed: bytes = b"") -> Exception:
-        """Async twin of :meth:`_fail` (the async writer batches: its failed batch ends
-        with ``failed``)."""
+    async def _afail(self, exc: Exception, unsent: Sequence[bytes] = ()) -> Exception:
+        """Async twin of :meth:`_fail` (the async writer batches too: its failed batch
+        ends with the first unsent piece)."""
         self._write_error = exc
         writer, self._awriter = self._awriter, None
         if writer is None:
-            self._take_over(Tally(), (failed,))
+            self._take_over(Tally(), unsent)
             return exc
         with contextlib.suppress(*STORE_FAILURES):
             await writer.abort()
-        self._take_over(writer.taken, writer.failed_batch or (failed,))
+        failed = writer.failed_batch
+        self._take_over(writer.taken, [*failed, *unsent[1:]] if failed else unsent)
         return exc
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
-from spillstore._errors import StoreError, UsageError
+from spillstore._errors import ConfigError, StoreError, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.memory import MemoryStore
@@ -145,6 +145,17 @@ def test_bug_in_the_writer_surfaces_mid_stream(monkeypatch: pytest.MonkeyPatch) 
         acc.write(_log())
 
 
+@pytest.mark.parametrize("chunk", [123, None, 1.5, ["x"]], ids=["int", "None", "float", "list"])
+def test_a_chunk_that_is_not_text_or_bytes_is_refused(chunk: object) -> None:
+    """``bytes(123)`` is 123 NUL bytes: an int chunk is refused, not written as zeros."""
+    acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
+    acc.write("before ")
+    with pytest.raises(ConfigError, match="str or bytes"):
+        acc.write(chunk)  # type: ignore[arg-type]
+    assert acc.total_bytes == 7
+    assert _text(acc.ok()) == "before "
+
+
 @pytest.mark.parametrize("size", [10, 50_000], ids=["inline", "spilling"])
 def test_finished_accumulator_refuses_more(size: int) -> None:
     """Writing or finishing after ok() is a developer error and raises UsageError."""
@@ -219,23 +230,38 @@ class _FillingSink(Sink):
         self.inner.discard()
 
 
+def _cut(data: bytes, chunking: str) -> list[bytes]:
+    """``data`` in chunks: even ones, small ones the accumulator batches, or small and
+    large ones by turns (a batch and a large chunk handed over together)."""
+    if chunking != "mixed":
+        return _chunks(data, int(chunking))
+    out, at, n = [], 0, 0
+    while at < len(data):
+        size = 997 if n % 3 else 300_001
+        out.append(data[at : at + size])
+        at, n = at + size, n + 1
+    return out
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("room", [0, 100_000, 3_000_000])
 @pytest.mark.parametrize("twin", ["sync", "async"])
 @pytest.mark.parametrize("stray", [None, 50_000, 5_000_000])
+@pytest.mark.parametrize("chunking", ["70001", "997", "mixed"])
 async def test_not_saved_preview_states_the_real_measure_when_the_disk_fills(
-    room: int, twin: str, stray: int | None
+    room: int, twin: str, stray: int | None, chunking: str
 ) -> None:
     """When the store fails part-way (before, during or after the writer's threads took
     over), the "not saved" preview still gives the exact byte and line totals, sha256 and
-    UTF-8 validity (an invalid byte before or after the failure included)."""
+    UTF-8 validity (an invalid byte before or after the failure included), whatever the
+    chunks' sizes (small ones are handed over in batches)."""
     line = "0123456789 caf\u00e9 \U0001f600 timeout ok\n".encode()
     data = line * 200_000  # 7.6 MB: the writer's pipeline runs in its threads
     if stray is not None:
         data = data[:stray] + b"\xff" + data[stray:]
     config = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, retention_bytes=None)
     acc = TruncationService(_DiskFillsUp(room), config).accumulator(tool_name="t", tool_call_id="c")
-    for chunk in _chunks(data, 70_001):
+    for chunk in _cut(data, chunking):
         if twin == "sync":
             acc.write(chunk)
         else:
