@@ -1,6 +1,10 @@
 """Benchmark: a 100 MB tool result through the whole TruncationService vs the floor.
 
-Run:  .venv/bin/python -m benchmarks.bench_service [--quick]
+Run:  .venv/bin/python -m benchmarks.bench_service [--quick] [--lines]
+
+``--lines`` times only a stream written line by line (``acc.write(line)`` for each of
+125,000 50-byte lines, 6.25 MB) against the same bytes written as one chunk and the floor:
+what a host that forwards a pipe line by line pays per line.
 
 The floor (design.md §10) is what any spill must do at least: encode the text to UTF-8,
 hash it with sha256, and write it to a new file, in sequence. The service does that plus
@@ -64,10 +68,54 @@ def compare(label: str, text: str, root: str) -> None:
     print(f"  (target <= 1.1x; {durable:.2f}x the floor with the fsync a durable store makes)")
 
 
+def compare_lines(root: str) -> None:
+    """A 6.25 MB stream through the accumulator, line by line and as one chunk."""
+    counter = [0]
+    lines = [
+        f"{n:08d} INFO worker-{n % 7} request served in {n % 97:2d} ms ok\n" for n in range(125_000)
+    ]
+    text = "".join(lines)
+    service = TruncationService(
+        LocalStore(os.path.join(root, "lines")), Settings(retention_bytes=None)
+    )
+
+    def stream(chunks: list[str]) -> None:
+        counter[0] += 1
+        acc = service.accumulator(tool_name="bash", tool_call_id=f"c{counter[0]}")
+        for chunk in chunks:
+            acc.write(chunk)
+        result = acc.ok("exit code 0")
+        assert result.spill is not None and result.spill.spill_id is not None
+        service.store.delete(result.spill.spill_id)
+
+    times = side_by_side(
+        {
+            "floor": lambda: floor(text, root, counter),
+            "one chunk": lambda: stream([text]),
+            "line by line": lambda: stream(lines),
+        },
+        rounds=7,
+    )
+    per_line = (times["line by line"] - times["one chunk"]) / len(lines)
+    print(f"\nstream of {len(lines):,} lines, {len(text.encode()):,} bytes (accumulator)")
+    print(f"  floor: encode + sha256 + write   {fmt(times['floor']):>10}")
+    print(f"  one chunk                        {fmt(times['one chunk']):>10}")
+    print(
+        f"  line by line                     {fmt(times['line by line']):>10}   "
+        f"{times['line by line'] / times['one chunk']:.2f}x one chunk, {fmt(per_line)} per line"
+    )
+
+
 def main() -> None:
     size = 10_000_000 if "--quick" in sys.argv else 100_000_000
     print(f"machine: {machine()}")
     root = tempfile.mkdtemp(prefix="spillstore-bench-")
+    if "--lines" in sys.argv:
+        try:
+            compare_lines(root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return
     try:
         inputs = {
             "ASCII log": "".join(

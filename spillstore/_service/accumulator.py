@@ -132,21 +132,32 @@ class OutputAccumulator:
             self._overflowed, self._owner = True, twin
             self._head = bytes(self._buffer[: self._keep_head])
             data, self._buffer = bytes(self._buffer), bytearray()
-        self._tail += data[-self._keep_tail :]
-        del self._tail[: -self._keep_tail]
         if self._measure is not None:  # the store failed: no writer measures them any more
+            self._keep_tail_of(data)
             self._measure.feed(data)
             return []
         if len(data) >= _SMALL_CHUNK_BYTES:  # worth its own call: no copy
-            return [*self._batch(), data]
+            pieces = self._batch()
+            self._keep_tail_of(data)
+            return [*pieces, data]
         self._pending.append(data)
         self._pending_size += len(data)
         return self._batch() if self._pending_size >= _BATCH_BYTES else []
 
     def _batch(self) -> list[bytes]:
-        """The pending small chunks as one piece (none if there are none)."""
+        """The pending small chunks as one piece (none if there are none); the tail
+        ring takes its end, so a stream of small chunks updates it once per batch."""
+        if not self._pending:
+            return []
         pending, self._pending, self._pending_size = self._pending, [], 0
-        return [b"".join(pending)] if pending else []
+        joined = b"".join(pending)
+        self._keep_tail_of(joined)
+        return [joined]
+
+    def _keep_tail_of(self, data: bytes) -> None:
+        """Keep the last bytes for the tail preview, ``data`` being the output's newest."""
+        self._tail += data[-self._keep_tail :]
+        del self._tail[: -self._keep_tail]
 
     def _take_over(
         self, taken: Tally, rest: Sequence[bytes | bytearray | memoryview | str]
