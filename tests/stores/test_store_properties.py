@@ -124,6 +124,38 @@ def test_stored_ranges_and_pages_are_exact(
         _check_spill(STORES[backend], data, cap, tail, cuts)
 
 
+@settings(max_examples=150)
+@given(
+    data=spill_outputs,
+    limits=retention_limits(),
+    cuts=st.lists(st.integers(0, 500), max_size=6),
+    backend=st.sampled_from(sorted(STORES)),
+    large_past=st.sampled_from([0, 5, 64]),
+    window=st.sampled_from([1, 7, 1 << 20]),
+    threaded_past=st.sampled_from([0, 100, 1 << 20]),
+)
+def test_large_bytes_chunks_handed_on_whole_store_exactly(
+    data: bytes,
+    limits: tuple[int | None, int],
+    cuts: list[int],
+    backend: str,
+    large_past: int,
+    window: int,
+    threaded_past: int,
+) -> None:
+    """A bytes chunk past ``PIECE_BYTES`` goes to the hash and write stages whole, before
+    it is counted and checked in windows: for any cap and chunking, what is stored, the
+    ranges, pages, counts and hash are exact (the part stored now is known from
+    positions alone)."""
+    cap, tail = limits
+    with (
+        mock.patch.object(writer_module, "PIECE_BYTES", large_past),
+        mock.patch.object(writer_module, "VIEW_BYTES", window),
+        mock.patch.object(pipeline_module, "PIPELINE_MIN_BYTES", threaded_past),
+    ):
+        _check_spill(STORES[backend], data, cap, tail, cuts)
+
+
 @settings(max_examples=60)
 @given(text=hostile_text, cuts=st.lists(st.integers(0, 100), max_size=5))
 def test_str_chunks_store_their_fffd_encoding(text: str, cuts: list[int]) -> None:
