@@ -106,51 +106,36 @@ def _line_spans(data: bytes) -> list[tuple[int, int]]:
     return spans
 
 
-@settings(max_examples=150)
+@settings(max_examples=250)
 @given(
     data=spill_outputs,
     limits=retention_limits(),
     cuts=st.lists(st.integers(0, 500), max_size=8),
     backend=st.sampled_from(sorted(STORES)),
     block=st.sampled_from([1, 3, 16, 32 * 1024]),
-)
-def test_stored_ranges_and_pages_are_exact(
-    data: bytes, limits: tuple[int | None, int], cuts: list[int], backend: str, block: int
-) -> None:
-    """Any output, chunking and cap: stored ranges, pages, counts and hash are exact."""
-    cap, tail = limits
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(index_module, "INDEX_BLOCK_BYTES", block)
-        _check_spill(STORES[backend], data, cap, tail, cuts)
-
-
-@settings(max_examples=150)
-@given(
-    data=spill_outputs,
-    limits=retention_limits(),
-    cuts=st.lists(st.integers(0, 500), max_size=6),
-    backend=st.sampled_from(sorted(STORES)),
-    large_past=st.sampled_from([0, 5, 64]),
-    window=st.sampled_from([1, 7, 1 << 20]),
+    large=st.sampled_from([(1 << 20, 16 << 20), (0, 1), (5, 7), (64, 1 << 20)]),
     threaded_past=st.sampled_from([0, 100, 1 << 20]),
 )
-def test_large_bytes_chunks_handed_on_whole_store_exactly(
+def test_stored_ranges_and_pages_are_exact(
     data: bytes,
     limits: tuple[int | None, int],
     cuts: list[int],
     backend: str,
-    large_past: int,
-    window: int,
+    block: int,
+    large: tuple[int, int],
     threaded_past: int,
 ) -> None:
-    """A bytes chunk past ``PIECE_BYTES`` goes to the hash and write stages whole, before
-    it is counted and checked in windows: for any cap and chunking, what is stored, the
-    ranges, pages, counts and hash are exact (the part stored now is known from
-    positions alone)."""
+    """Any output, chunking and cap: stored ranges, pages, counts and hash are exact.
+
+    Also when bytes chunks are large (``large``: the size past which a chunk goes to the
+    hash and write stages whole, before it is counted and checked in windows of the
+    second size; the part stored at once is known from positions alone), and whether the
+    pipeline's threads run or not."""
     cap, tail = limits
     with (
-        mock.patch.object(writer_module, "PIECE_BYTES", large_past),
-        mock.patch.object(writer_module, "VIEW_BYTES", window),
+        mock.patch.object(index_module, "INDEX_BLOCK_BYTES", block),
+        mock.patch.object(writer_module, "PIECE_BYTES", large[0]),
+        mock.patch.object(writer_module, "VIEW_BYTES", large[1]),
         mock.patch.object(pipeline_module, "PIPELINE_MIN_BYTES", threaded_past),
     ):
         _check_spill(STORES[backend], data, cap, tail, cuts)
