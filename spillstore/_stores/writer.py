@@ -54,9 +54,8 @@ VIEW_BYTES: Final = 16 << 20
 threads whole (one hashlib call, one write: every return from either takes the GIL
 back, which may wait for this thread up to the switch interval), and is then counted
 and checked here in windows of this many bytes: views, not copies, so their size costs
-no memory. The write then never waits for the count, and a 100 MB put of non-ASCII
-bytes took about 11% less CPU under load than when each window went to the threads
-after it was counted (RESULTS.md, "Store v2 (issue 14), session 7")."""
+no memory. The write then never waits for the count, as it did when each window went
+to the threads after it was counted (RESULTS.md, "Store v2 (issue 14), session 7")."""
 
 ASYNC_BATCH_BYTES: Final = 256 * 1024
 """The async writer hands chunks to its thread in batches of about this size."""
