@@ -291,6 +291,16 @@ class IndexBuilder:
         """Newlines in the bytes fed so far (each byte is counted once, as it is fed)."""
         return self._newlines
 
+    def stored_now(self, size: int) -> int:
+        """How many of the next ``size`` bytes :meth:`feed` returns to store now.
+
+        They are the first ones: the bytes before the head cut's neighbourhood. It
+        depends only on positions, so a caller may hand them on before feeding them.
+        """
+        if self._direct is None:
+            return size
+        return max(0, min(size, self._direct - self._total))
+
     def feed(self, data: bytes, lo: int = 0, hi: int | None = None) -> bytes | memoryview:
         """Account for the next piece, ``data[lo:hi]``; return the part to store now.
 
@@ -304,7 +314,7 @@ class IndexBuilder:
         start = self._total
         origin = start - lo  # the original offset of data[0]
         self._last_byte = data[hi - 1]
-        direct = size if self._direct is None else max(0, min(size, self._direct - start))
+        direct = self.stored_now(size)
         if direct:
             self._count_direct(data, lo, lo + direct, origin)
         if direct < size:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from spillstore._stores.tally import Hasher
-    from spillstore._stores.writer import Sink
 
 __all__ = ["PIPELINE_BATCH_BYTES", "PIPELINE_MIN_BYTES", "PIPELINE_QUEUE_BATCHES", "Pipeline"]
 
@@ -76,10 +75,14 @@ class Pipeline:
     memory flat (at most ``PIPELINE_QUEUE_BATCHES + 2`` batches in flight per stage);
     order is kept within each stage. Once drained (or aborted), the pipeline works in
     the caller's thread.
+
+    Args:
+        write: stores the next part, in order (a sink's ``write``); it may be called
+            from the writing thread, never concurrently with itself.
     """
 
-    def __init__(self, sink: Sink) -> None:
-        self._sink = sink
+    def __init__(self, write: Callable[[bytes | memoryview], None]) -> None:
+        self._write = write
         self._sha: Hasher = hashlib.sha256()
         self._inline = 0
         self._threaded = False
@@ -114,7 +117,7 @@ class Pipeline:
                     self._sha.update(piece)
                 if part and self.error is None and not self._aborted:
                     try:
-                        self._sink.write(part)
+                        self._write(part)
                     except BaseException as exc:
                         self._failed = exc
                         raise
@@ -122,7 +125,7 @@ class Pipeline:
                 return
             self._threaded = True
             self._hashing = _Worker(self._sha.update, lambda: False, "spillstore-hash")
-            self._writing = _Worker(self._sink.write, self._write_halted, "spillstore-write")
+            self._writing = _Worker(self._write, self._write_halted, "spillstore-write")
         if piece:
             self._to_hash.append(piece)
         if part:

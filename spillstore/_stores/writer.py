@@ -50,11 +50,12 @@ PIECE_CHARS: Final = 1 << 18
 """A ``str`` is encoded this many characters at a time (at most 1 MiB of UTF-8)."""
 
 VIEW_BYTES: Final = 16 << 20
-"""One large ``bytes`` is processed in windows of this many bytes: views, not copies,
-so their size costs no memory, and each hands the pipeline's threads a long stretch of
-work (each time a thread takes the GIL back, it may wait for the producer's thread up
-to the switch interval). A 100 MB put of non-ASCII bytes took 180 ms against 204 ms
-with 1 MiB windows at load 2, and 225 ms against 335-364 ms at load 4-5."""
+"""One large ``bytes`` (past :data:`PIECE_BYTES`) goes to the pipeline's hash and write
+threads whole (one hashlib call, one write: every return from either takes the GIL
+back, which may wait for this thread up to the switch interval), and is then counted
+and checked here in windows of this many bytes: views, not copies, so their size costs
+no memory. The write then never waits for the count, as it did when each window went
+to the threads after it was counted (RESULTS.md, "Store v2 (issue 14), session 7")."""
 
 ASYNC_BATCH_BYTES: Final = 256 * 1024
 """The async writer hands chunks to its thread in batches of about this size."""
@@ -123,7 +124,7 @@ class SpillWriter:
         self._tool_name = tool_name
         self._tool_call_id = tool_call_id
         self._builder = IndexBuilder(retention_bytes, retained_tail_bytes)
-        self._pipeline = Pipeline(sink)
+        self._pipeline = Pipeline(sink.write)
         self._utf8 = Utf8Check()
         self._created_at = created_at
         self._on_commit = on_commit
@@ -187,11 +188,7 @@ class SpillWriter:
                 if len(chunk) <= PIECE_BYTES:
                     self._feed(chunk, 0, len(chunk), from_str=False)
                 else:
-                    # Windows of one big bytes: no copies; one isascii() for all of it.
-                    ascii_only = chunk.isascii()
-                    for start in range(0, len(chunk), VIEW_BYTES):
-                        end = min(start + VIEW_BYTES, len(chunk))
-                        self._feed(chunk, start, end, from_str=ascii_only)
+                    self._feed_whole(chunk)
             elif isinstance(chunk, bytearray | memoryview):
                 view = memoryview(chunk).cast("B")
                 for start in range(0, len(view), PIECE_BYTES):
@@ -216,6 +213,26 @@ class SpillWriter:
         finally:  # also after a failed write: the measure handed over covers the piece
             if check:
                 utf8.feed(piece)
+
+    def _feed_whole(self, data: bytes) -> None:
+        # One large bytes, already in memory: the pipeline's threads get all of it at
+        # once (one hash call, one write; each return from hashlib or the sink waits for
+        # the GIL while this thread counts), then it is counted and checked here, in
+        # windows (views, not copies).
+        size = len(data)
+        builder = self._builder
+        stored = builder.stored_now(size)
+        try:
+            self._pipeline.submit(data, data if stored == size else memoryview(data)[:stored])
+        finally:  # also after a failed write: the measure handed over covers all of it
+            utf8 = self._utf8
+            check = utf8.valid and (utf8.pending or not data.isascii())
+            view = memoryview(data)
+            for start in range(0, size, VIEW_BYTES):
+                end = min(start + VIEW_BYTES, size)
+                builder.feed(data, start, end)  # its part to store was handed over above
+                if check:
+                    utf8.feed(view[start:end])
 
     def commit(self, *, suffix: str | None = None, media_notes: Sequence[str] = ()) -> SpillMeta:
         """Finish the spill and make it visible; return its metadata.

@@ -106,21 +106,38 @@ def _line_spans(data: bytes) -> list[tuple[int, int]]:
     return spans
 
 
-@settings(max_examples=150)
+@settings(max_examples=250)
 @given(
     data=spill_outputs,
     limits=retention_limits(),
     cuts=st.lists(st.integers(0, 500), max_size=8),
     backend=st.sampled_from(sorted(STORES)),
     block=st.sampled_from([1, 3, 16, 32 * 1024]),
+    large=st.sampled_from([(1 << 20, 16 << 20), (0, 1), (5, 7), (64, 1 << 20)]),
+    threaded_past=st.sampled_from([0, 100, 1 << 20]),
 )
 def test_stored_ranges_and_pages_are_exact(
-    data: bytes, limits: tuple[int | None, int], cuts: list[int], backend: str, block: int
+    data: bytes,
+    limits: tuple[int | None, int],
+    cuts: list[int],
+    backend: str,
+    block: int,
+    large: tuple[int, int],
+    threaded_past: int,
 ) -> None:
-    """Any output, chunking and cap: stored ranges, pages, counts and hash are exact."""
+    """Any output, chunking and cap: stored ranges, pages, counts and hash are exact.
+
+    Also when bytes chunks are large (``large``: the size past which a chunk goes to the
+    hash and write stages whole, before it is counted and checked in windows of the
+    second size; the part stored at once is known from positions alone), and whether the
+    pipeline's threads run or not."""
     cap, tail = limits
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(index_module, "INDEX_BLOCK_BYTES", block)
+    with (
+        mock.patch.object(index_module, "INDEX_BLOCK_BYTES", block),
+        mock.patch.object(writer_module, "PIECE_BYTES", large[0]),
+        mock.patch.object(writer_module, "VIEW_BYTES", large[1]),
+        mock.patch.object(pipeline_module, "PIPELINE_MIN_BYTES", threaded_past),
+    ):
         _check_spill(STORES[backend], data, cap, tail, cuts)
 
 
@@ -276,3 +293,45 @@ def test_a_writer_the_caller_aborts_hands_over_every_byte_it_took() -> None:
     taken = writer.taken
     measured = (taken.sha256, taken.total_bytes, taken.newlines, taken.invalid_utf8)
     assert measured == _measure_of(data)
+
+
+class _RecordingSink(Sink):
+    """A sink that records the size of every write (and publishes nothing)."""
+
+    def __init__(self) -> None:
+        self.writes: list[int] = []
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.writes.append(len(data))
+
+    def publish(self, meta: SpillMeta, index: bytes) -> SpillMeta:
+        return meta
+
+    def discard(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("cap", [None, 2_000_000])
+def test_a_large_bytes_chunk_reaches_the_sink_in_one_write(cap: int | None) -> None:
+    """One large bytes (past PIECE_BYTES) is written whole, in one call, not window by
+    window after each is counted; with a cap, its stored head goes in one write and the
+    tail at the commit."""
+    data = "caf\u00e9 \u2713 line\n".encode() * 300_000  # 4.8 MB, three windows of 2 MiB
+    sink = _RecordingSink()
+    with mock.patch.object(writer_module, "VIEW_BYTES", 2 << 20):
+        writer = SpillWriter(
+            sink,
+            session="s",
+            tool_name="t",
+            tool_call_id="c",
+            retention_bytes=cap,
+            retained_tail_bytes=0 if cap is None else 500_000,
+            created_at=lambda: 0.0,
+        )
+        writer.write(data)
+        meta = writer.commit()
+    assert meta.sha256 == hashlib.sha256(data).hexdigest()
+    assert (meta.total_lines, meta.invalid_utf8) == (300_000, False)
+    # With a cap, the bytes before the head cut's last 3 (which may move it) go at once.
+    assert sink.writes[0] == (len(data) if cap is None else cap - 500_000 - 3)
+    assert sum(sink.writes) == meta.stored_bytes
