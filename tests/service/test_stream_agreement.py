@@ -146,8 +146,15 @@ def test_list_spills_states_each_spill_s_figures_as_its_metadata_has_them(
     """Sizes, line counts and saved-in-full/in-part in List are the metadata's."""
     store = MemoryStore()
     for n, output in enumerate(outputs):
-        kept = {"retention_bytes": 1024, "retained_tail_bytes": 100} if n % 2 else {}
-        store.put(output, session="default", tool_name="t", tool_call_id=f"c{n}", **kept)
+        retention = 1024 if n % 2 else None  # every other spill cut by retention
+        store.put(
+            output,
+            session="default",
+            tool_name="t",
+            tool_call_id=f"c{n}",
+            retention_bytes=retention,
+            retained_tail_bytes=100 if retention else 0,
+        )
     metas = {meta.spill_id: meta for meta in store.list("default")}
     page = _text(SpillTools(store).list(limit=1000))
     listed = [_LISTED.match(line) for line in page.split("\n")[1:]]

@@ -117,7 +117,15 @@ def test_grep_agrees_with_a_line_by_line_model_through_every_page(
     want = model.matching(rx)
     options = {"ignore_case": ignore_case, "literal": literal}
 
-    counted = _text(tools.grep(pattern, spill=spill_id, output_mode="count", **options))
+    counted = _text(
+        tools.grep(
+            pattern,
+            spill=spill_id,
+            output_mode="count",
+            ignore_case=ignore_case,
+            literal=literal,
+        )
+    )
     found = _COUNT.search(counted.split("\n")[0])
     assert (int(found.group(1)) if found else 0) == len(want), counted[:300]
 

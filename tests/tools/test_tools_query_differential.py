@@ -246,7 +246,7 @@ def test_the_chunk_at_a_time_path_agrees_with_jq_on_hostile_items() -> None:
     for expression, want in zip(EXPRESSIONS, _jq_all(EXPRESSIONS, text), strict=True):
         reply = run_query(doc, Ask(expression, 0, 1000, 100_000, 10_000_000))
         assert reply[0] == "results", (expression, reply)
-        found = reply[1]
+        found: list[tuple[str, int, tuple[int, int] | None, int | None]] = reply[1]
         assert _same([json.loads(item[0]) for item in found], want), expression
         for shown, _, span, _ in found:
             if span is not None:
