@@ -230,10 +230,20 @@ def stored_shape(
         data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, 0, saved.total_bytes)
     except STORE_FAILURES:
         return None
-    budget = host.settings.max_bytes
-    return json_shape(
-        [data.decode("utf-8", "replace")], min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE)
-    )
+    return _shape_of([data.decode("utf-8", "replace")], host.settings.max_bytes)
+
+
+def _shape_of(texts: Sequence[str], budget: int) -> JsonShape | None:
+    """The JSON shape for the pointer, or None for a document nested too deeply to walk.
+
+    The decoders recurse once per level (orjson stops at 1,024, the standard decoder at
+    the interpreter's recursion limit), and one tool result must never fail because its
+    output is hostile JSON: it gets a pointer without a shape.
+    """
+    try:
+        return json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
+    except RecursionError:
+        return None
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
@@ -281,7 +291,7 @@ def prepare(
     shaped = None
     shape = None
     if chars <= JSON_SHAPE_MAX_CHARS:
-        shape = json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
+        shape = _shape_of(texts, budget)
     if settings.max_line_bytes is not None and shape is None:
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
