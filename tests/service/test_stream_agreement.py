@@ -26,28 +26,21 @@ PIECES = (*HOSTILE_PIECES, "line of text\n", "word ", "\ud83d", "\ude00", "\n\n"
 texts = st.lists(st.sampled_from(PIECES) | st.text(max_size=6), min_size=1, max_size=400).map(
     "".join
 )
+
+
+def _retained(**previews: int) -> Settings:
+    """Settings whose retention cap (4,096 bytes) cuts the padded outputs."""
+    return Settings(max_bytes=2048, max_line_bytes=None, retention_bytes=4096, **previews)
+
+
 configs = st.sampled_from(
     [
         Settings(max_bytes=2048, head_bytes=300, tail_bytes=200, max_line_bytes=None),
         Settings(max_bytes=4096, head_bytes=400, tail_bytes=100, max_line_bytes=None),
         Settings(max_bytes=4096, head_bytes=400, tail_bytes=100, max_line_bytes=80),
         Settings(max_bytes=2048, max_line_bytes=200, retention_bytes=4096, retained_tail_bytes=900),
-        Settings(
-            max_bytes=2048,
-            head_bytes=300,
-            tail_bytes=200,
-            max_line_bytes=None,
-            retention_bytes=4096,
-            retained_tail_bytes=1000,
-        ),
-        Settings(
-            max_bytes=2048,
-            head_bytes=1,
-            tail_bytes=1,
-            max_line_bytes=None,
-            retention_bytes=4096,
-            retained_tail_bytes=3,
-        ),
+        _retained(head_bytes=300, tail_bytes=200, retained_tail_bytes=1000),
+        _retained(head_bytes=1, tail_bytes=1, retained_tail_bytes=3),
     ]
 )
 

@@ -37,6 +37,8 @@ _OTHER = TruncationService(_STORE, session="other").truncate_for_model(
 assert _OTHER.spill is not None
 OTHER = _OTHER.spill.spill_id
 
+BAD_PATTERNS = ["(", "[", "a**", "a{100000}", "(?<=a)b", r"(a)\1", "a++", r"\Z", "", "x" * 2001]
+BAD_EXPRESSIONS = ["", ".[", "def f: f; f", "last(range(1e12))", 'include "a"; .', "error", "\x00"]
 BAD_NUMBERS = [-1, -(2**63), 2**63, 2**53, 1.0, 1.5, "1", "", True, None, [], {}]
 
 ERRORS: list[tuple[str, dict[str, Any]]] = [
@@ -89,34 +91,9 @@ ERRORS: list[tuple[str, dict[str, Any]]] = [
             ("query_spill", {"expression": "."}),
         ]
     ),
-    *(
-        ("grep_spill", {"spill": SID, "pattern": pattern})
-        for pattern in [
-            "(",
-            "[",
-            "a**",
-            "a{100000}",
-            "(?<=a)b",
-            r"(a)\1",
-            "a++",
-            r"\Z",
-            "",
-            "x" * 2001,
-        ]
-    ),
-    *(
-        ("query_spill", {"spill": JID, "expression": expression})
-        for expression in [
-            "",
-            ".[",
-            "def f: f; f",
-            "last(range(1e12))",
-            'include "a"; .',
-            "error",
-            "\x00",
-            "." * 4001,
-        ]
-    ),
+    *(("grep_spill", {"spill": SID, "pattern": pattern}) for pattern in BAD_PATTERNS),
+    *(("query_spill", {"spill": JID, "expression": e}) for e in BAD_EXPRESSIONS),
+    ("query_spill", {"spill": JID, "expression": "." * 4001}),
     ("query_spill", {"spill": SID, "expression": "."}),
 ]
 
