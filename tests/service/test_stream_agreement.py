@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -157,3 +159,25 @@ def test_list_spills_states_each_spill_s_figures_as_its_metadata_has_them(
         assert int(m.group(2)) == meta.total_bytes
         assert int(m.group(3)) == meta.total_lines
         assert ("saved in full" in m.group(4)) == meta.complete, m.group(0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the file flow (full_output_path) never shapes lines: shaping would read the "
+    "adopted file once more, in full when its lines are few and long",
+)
+def test_a_file_whose_long_lines_alone_overflow_is_shaped_as_the_whole_output(
+    tmp_path: Path,
+) -> None:
+    """One 6,000-byte line in the tool's own log file: shaped, as the same text would be."""
+    config = Settings(max_bytes=2048, head_bytes=300, tail_bytes=200, max_line_bytes=80)
+    log = tmp_path / "out.log"
+    log.write_bytes(b"x" * 6000)
+    whole = TruncationService(MemoryStore(), config).truncate_for_model(
+        "x" * 6000, tool_name="t", tool_call_id="c"
+    )
+    adopted = TruncationService(MemoryStore(), config).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(log)), tool_name="t", tool_call_id="c"
+    )
+    assert whole.spill is not None and whole.spill.mode == "append"
+    assert adopted.spill == whole.spill
