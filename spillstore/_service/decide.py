@@ -23,7 +23,7 @@ from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
-from spillstore._errors import StoreError
+from spillstore._errors import ConfigError, StoreError
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -112,7 +112,22 @@ def bounded_suffix(suffix: str, max_bytes: int) -> str:
 def result_flow(
     host: Host, result: ToolResult | str, tool_name: str, tool_call_id: str
 ) -> Flow[ToolResult]:
-    """Decide what the model sees of ``result``; yield each store call as a request."""
+    """Decide what the model sees of ``result``; yield each store call as a request.
+
+    Raises:
+        ConfigError: ``result`` is neither a ``str`` nor a ``ToolResult`` (a developer
+            error: bytes go through the accumulator, which takes them).
+    """
+    if not isinstance(result, ToolResult | str):
+        hint = (
+            " (bytes: stream them through service.accumulator())"
+            if isinstance(result, bytes | bytearray | memoryview)
+            else ""
+        )
+        raise ConfigError(
+            f"a tool result must be a str or a ToolResult; got {type(result).__name__}{hint}",
+            field="result",
+        )
     if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
         return (yield from _file_flow(host, result, tool_name, tool_call_id))
     step = prepare(host, result, tool_name, tool_call_id)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from spillstore._content import EmbeddedText, MediaPart, TextPart, ToolResult
 from spillstore._core.utf8 import encode, utf8_size
-from spillstore._errors import StoreError
+from spillstore._errors import ConfigError, StoreError
 from spillstore._service.service import TruncationService
 from spillstore._settings import MIN_BUDGET_BYTES, POINTER_RESERVE_BYTES, Settings
 from spillstore._stores.local import LocalStore
@@ -385,3 +385,16 @@ def test_spill_tools_answer_the_pointer_hint_verbatim() -> None:
     assert not page.is_error
     assert f"line {first:07d}" in _text(page)
     assert page.spill_exempt
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("value", [None, 123, b"x" * 60_000, ["a", "b"], {"text": "x"}])
+async def test_a_result_that_is_not_a_str_or_tool_result_is_a_config_error(
+    value: object,
+) -> None:
+    """A wrong type gets a ConfigError naming it, from both twins (not an AttributeError)."""
+    service = TruncationService(MemoryStore())
+    with pytest.raises(ConfigError, match=type(value).__name__):
+        service.truncate_for_model(value, tool_name="t", tool_call_id="c")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=type(value).__name__):
+        await service.atruncate_for_model(value, tool_name="t", tool_call_id="c")  # type: ignore[arg-type]
