@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.shape import LineShaper
 from spillstore._core.utf8 import encode, utf8_size
-from spillstore._errors import UsageError
+from spillstore._errors import ConfigError, UsageError
 from spillstore._service.decide import (
     APPEND_RESERVE_BYTES,
     SpillArgs,
@@ -123,7 +123,12 @@ class OutputAccumulator:
             raise UsageError(_FINISHED)
         if other_writer is not None:
             raise UsageError(_MIXED)
-        data = encode(chunk) if isinstance(chunk, str) else bytes(chunk)
+        if isinstance(chunk, str):
+            data = encode(chunk)
+        elif isinstance(chunk, bytes | bytearray | memoryview):
+            data = bytes(chunk)
+        else:  # bytes(5) would be five NUL bytes, bytes([65]) an "A": never guess
+            raise ConfigError(f"a chunk must be str or bytes; got {type(chunk).__name__}")
         self._total += len(data)
         if self._shaper is not None:
             self._shaper.feed(data)  # one check per chunk once shaping cannot fit

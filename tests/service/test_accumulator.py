@@ -9,7 +9,7 @@ import pytest
 
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.utf8 import utf8_size
-from spillstore._errors import StoreError, UsageError
+from spillstore._errors import ConfigError, StoreError, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.memory import MemoryStore
@@ -248,3 +248,18 @@ async def test_not_saved_preview_states_the_real_measure_when_the_disk_fills(
     assert out.spill.invalid_utf8 == (stray is not None)
     lines = data.count(b"\n")
     assert f"{len(data)} bytes, {lines} lines" in _text(out)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("chunk", [5, None, [65, 66], 1.5])
+async def test_a_chunk_that_is_not_str_or_bytes_is_refused_not_converted(chunk: object) -> None:
+    """``write(5)`` is a ConfigError, not five NUL bytes; the accumulator stays usable."""
+    store = MemoryStore()
+    acc = TruncationService(store, SMALL).accumulator(tool_name="t", tool_call_id="c")
+    with pytest.raises(ConfigError, match=type(chunk).__name__):
+        acc.write(chunk)  # type: ignore[arg-type]
+    twin = TruncationService(store, SMALL).accumulator(tool_name="t", tool_call_id="d")
+    with pytest.raises(ConfigError):
+        await twin.awrite(chunk)  # type: ignore[arg-type]
+    acc.write("ok")
+    assert acc.total_bytes == 2
