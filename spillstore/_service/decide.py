@@ -409,11 +409,19 @@ def _read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
 
 
 def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
-    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass."""
+    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass.
+
+    Raises:
+        StoreError: the path is not a regular file (a device such as ``/dev/zero`` would
+            be read forever, a FIFO without a writer would block).
+    """
     tally = Tally()
     first = bytearray()
     last = bytearray()
-    with open(path, "rb") as file:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(f"{path} is not a regular file")
         while chunk := file.read(_READ_CHUNK):
             tally.feed(chunk)
             if len(first) < head_bytes:
