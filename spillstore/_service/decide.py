@@ -118,16 +118,7 @@ def result_flow(
         ConfigError: ``result`` is neither a ``str`` nor a ``ToolResult`` (a developer
             error: bytes go through the accumulator, which takes them).
     """
-    if not isinstance(result, ToolResult | str):
-        hint = (
-            " (bytes: stream them through service.accumulator())"
-            if isinstance(result, bytes | bytearray | memoryview)
-            else ""
-        )
-        raise ConfigError(
-            f"a tool result must be a str or a ToolResult; got {type(result).__name__}{hint}",
-            field="result",
-        )
+    _check_result(result)
     if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
         return (yield from _file_flow(host, result, tool_name, tool_call_id))
     step = prepare(host, result, tool_name, tool_call_id)
@@ -151,6 +142,50 @@ def result_flow(
     others = yield from spill_blobs(host, step.others, args)
     suffix = yield from suffix_flow(host, whole_suffix, args)
     return render(host, dataclasses.replace(step, others=others, suffix=suffix), saved)
+
+
+def _check_result(result: object) -> None:
+    """A ConfigError naming what the flow cannot read (not a TypeError from deep inside);
+    a spill-exempt result passes untouched, whatever it holds."""
+    if not isinstance(result, ToolResult | str):
+        hint = (
+            " (bytes: stream them through service.accumulator())"
+            if isinstance(result, bytes | bytearray | memoryview)
+            else ""
+        )
+        raise ConfigError(
+            f"a tool result must be a str or a ToolResult; got {type(result).__name__}{hint}",
+            field="result",
+        )
+    if isinstance(result, str) or result.spill_exempt:
+        return
+    content: object = result.content
+    if isinstance(content, str | bytes) or not isinstance(content, Sequence):
+        raise ConfigError(
+            f"ToolResult.content must be a sequence of parts; got {type(content).__name__}",
+            field="content",
+        )
+    for part in content:
+        if not isinstance(part, TextPart | EmbeddedText | MediaPart | ResourceLink):
+            raise ConfigError(
+                f"ToolResult.content holds a {type(part).__name__}; parts are TextPart,"
+                " EmbeddedText, MediaPart or ResourceLink",
+                field="content",
+            )
+        if isinstance(part, TextPart | EmbeddedText) and not isinstance(part.text, str):
+            raise ConfigError(
+                f"{type(part).__name__}.text must be a str; got {type(part.text).__name__}",
+                field="content",
+            )
+    for field, value, kinds, wanted in (
+        ("suffix", result.suffix, str, "a str"),
+        ("full_output_path", result.full_output_path, str | os.PathLike, "a path"),
+    ):
+        if value is not None and not isinstance(value, kinds):
+            got = type(value).__name__
+            raise ConfigError(
+                f"ToolResult.{field} must be {wanted} or None; got {got}", field=field
+            )
 
 
 def _file_flow(
@@ -249,12 +284,8 @@ def stored_shape(
 
 
 def _shape_of(texts: Sequence[str], budget: int) -> JsonShape | None:
-    """The JSON shape for the pointer, or None for a document nested too deeply to walk.
-
-    The decoders recurse once per level (orjson stops at 1,024, the standard decoder at
-    the interpreter's recursion limit), and one tool result must never fail because its
-    output is hostile JSON: it gets a pointer without a shape.
-    """
+    """The JSON shape for the pointer, or None for a document nested too deeply to walk
+    (the decoders recurse per level): hostile JSON never fails a tool call."""
     try:
         return json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
     except RecursionError:
