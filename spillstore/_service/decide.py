@@ -20,7 +20,7 @@ from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, Tex
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.json_doc import looks_like_json
 from spillstore._core.json_shape import JsonShape, json_shape
-from spillstore._core.pointer import Preview, count_newlines, plan_preview
+from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
 from spillstore._errors import ConfigError, StoreError
@@ -172,6 +172,8 @@ def _check_result(result: object) -> None:
                 " EmbeddedText, MediaPart or ResourceLink",
                 field="content",
             )
+        if isinstance(part, MediaPart) and not isinstance(part.data, bytes | str):
+            raise ConfigError(f"MediaPart.data: got {type(part.data).__name__}", field="content")
         if isinstance(part, TextPart | EmbeddedText) and not isinstance(part.text, str):
             raise ConfigError(
                 f"{type(part).__name__}.text must be a str; got {type(part.text).__name__}",
@@ -320,7 +322,9 @@ def prepare(
         if isinstance(part, TextPart | EmbeddedText):
             texts.append(part.text)
             if isinstance(part, EmbeddedText):
-                notes.append(f"Embedded text resource {head(part.uri, 200)} is part of the text.")
+                notes.append(
+                    f"Embedded text resource {printable(part.uri, 200)} is part of the text."
+                )
         else:
             others.append(part)
             if isinstance(part, MediaPart) and is_blob(part, host):

@@ -410,6 +410,7 @@ async def test_a_result_that_is_not_a_str_or_tool_result_is_a_config_error(
         (ToolResult(content=(TextPart(b"x"),)), "TextPart.text"),  # type: ignore[arg-type]
         (ToolResult(content=(TextPart("x" * 60_000),), suffix=5), "suffix"),  # type: ignore[arg-type]
         (ToolResult(content=(), full_output_path=123), "full_output_path"),  # type: ignore[arg-type]
+        (ToolResult(content=(MediaPart("blob", "x", None),)), "MediaPart.data"),  # type: ignore[arg-type]
     ],
 )
 def test_a_tool_result_holding_wrong_types_is_a_config_error_naming_the_field(
