@@ -181,7 +181,9 @@ def _elide(
 
 
 def _check_ratio(head_ratio: float) -> None:
-    if isinstance(head_ratio, bool) or not 0.0 < head_ratio < 1.0:
+    if not isinstance(head_ratio, int | float) or isinstance(head_ratio, bool):
+        raise ConfigError(f"head_ratio must be a number between 0 and 1, got {head_ratio!r}")
+    if not 0.0 < head_ratio < 1.0:
         raise ConfigError(f"head_ratio must be strictly between 0 and 1, got {head_ratio!r}")
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "path_line",
     "plan_preview",
     "plan_preview_bytes",
+    "printable",
     "quote_name",
     "render_pointer",
 ]
@@ -47,8 +48,13 @@ so the bytes a byte-mode hint asks for)."""
 
 def quote_name(name: str) -> str:
     """A tool name or call id made safe to quote: at most 64 bytes, printable, non-empty."""
-    cut = head(name, MAX_NAME_BYTES)
-    return "".join(ch if ch.isprintable() else "?" for ch in cut) or "?"
+    return printable(name, MAX_NAME_BYTES) or "?"
+
+
+def printable(text: str, max_bytes: int) -> str:
+    """``text`` cut to ``max_bytes``, each character that is not printable (a newline, NUL,
+    an escape) shown as ``?``: what a tool or server names cannot add lines to a notice."""
+    return "".join(ch if ch.isprintable() else "?" for ch in head(text, max_bytes))
 
 
 def path_line(path: str) -> str:

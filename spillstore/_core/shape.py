@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spillstore._core.cap import PART_SEPARATOR
-from spillstore._core.utf8 import head, utf8_size
+from spillstore._core.utf8 import head, head_cut, utf8_size
 
-__all__ = ["Shaped", "shape_lines"]
+__all__ = ["LineShaper", "Shaped", "shape_lines"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +116,86 @@ def shape_lines(texts: Sequence[str], *, max_line_bytes: int, budget: int) -> Sh
     if not cut_count or size > budget:
         return None
     return Shaped(text="".join(pieces), cut_count=cut_count, first_cut=first_cut)
+
+
+class LineShaper:
+    """:func:`shape_lines` of one output that arrives as bytes, piece by piece.
+
+    A stream is shaped as the whole output would be, in bounded memory: the shaped text
+    is kept only while it is within ``budget`` (past it the shaper gives up, and each
+    later piece costs one check), and of a line only its first ``max_line_bytes`` (plus
+    a character's continuation) are kept while the rest is counted. So a stream whose
+    long lines alone overflow gets the same append mode as the whole output.
+
+    Args:
+        max_line_bytes: the line cap (``Settings.max_line_bytes``).
+        budget: the most shaped bytes kept; :meth:`finish` checks the real room.
+    """
+
+    def __init__(self, *, max_line_bytes: int, budget: int) -> None:
+        self.max_line_bytes = max_line_bytes
+        self.budget = budget
+        self.over = False
+        self._pieces: list[bytes] = []
+        self._size = 0
+        self._line = bytearray()  # the kept start of the current line
+        self._line_bytes = 0  # the current line's bytes so far, its newline not counted
+        self._offset = 0  # where the current line starts in the output
+        self._line_no = 1
+        self._cut_count = 0
+        self._first_cut = (0, 0)
+
+    def feed(self, data: bytes) -> None:
+        """Take the next bytes of the output."""
+        if self.over:
+            return
+        keep = self.max_line_bytes + 4
+        position = 0
+        while position < len(data):
+            newline = data.find(b"\n", position)
+            end = len(data) if newline < 0 else newline
+            room = keep - len(self._line)
+            if room > 0:
+                self._line += data[position : min(end, position + room)]
+            self._line_bytes += end - position
+            if newline < 0:
+                return
+            self._close(newline=True)
+            if self.over:
+                return
+            position = newline + 1
+
+    def _close(self, *, newline: bool) -> None:
+        body_bytes = self._line_bytes
+        line = bytes(self._line)
+        ending = b"\n" if newline else b""
+        if body_bytes <= self.max_line_bytes:
+            piece = line + ending
+        else:
+            kept = head_cut(line, self.max_line_bytes)
+            if not self._cut_count:
+                self._first_cut = (self._line_no, self._offset + kept)
+            self._cut_count += 1
+            piece = line[:kept] + _marker(kept, body_bytes, self._offset + kept).encode() + ending
+        self._pieces.append(piece)
+        self._size += len(piece)
+        self._offset += body_bytes + newline
+        self._line_no += newline
+        self._line.clear()
+        self._line_bytes = 0
+        if self._size > self.budget:
+            self.over = True
+            self._pieces.clear()
+
+    def finish(self, room: int) -> Shaped | None:
+        """The shaped output, or ``None`` if it exceeds ``room`` (at most ``budget``),
+        no line was cut, or the output is not valid UTF-8."""
+        if not self.over and self._line_bytes:
+            self._close(newline=False)
+        if self.over or not self._cut_count or self._size > room:
+            return None
+        try:
+            text = b"".join(self._pieces).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return Shaped(text=text, cut_count=self._cut_count, first_cut=self._first_cut)

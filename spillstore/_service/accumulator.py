@@ -23,9 +23,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from spillstore._content import TextPart, ToolResult
+from spillstore._core.shape import LineShaper
 from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import ConfigError, UsageError
-from spillstore._service.decide import SpillArgs, result_flow, spill_args, stored_shape
+from spillstore._service.decide import (
+    APPEND_RESERVE_BYTES,
+    SpillArgs,
+    bounded_suffix,
+    result_flow,
+    spill_args,
+    stored_shape,
+)
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -95,6 +103,12 @@ class OutputAccumulator:
         self._awriter: AsyncSpillWriter | None = None
         self._write_error: Exception | None = None
         self._done = False
+        line_cap = service.settings.max_line_bytes
+        self._shaper = (
+            None
+            if line_cap is None
+            else LineShaper(max_line_bytes=line_cap, budget=service.settings.max_bytes)
+        )
 
     @property
     def total_bytes(self) -> int:
@@ -122,9 +136,11 @@ class OutputAccumulator:
             data = encode(chunk)
         elif isinstance(chunk, bytes | bytearray | memoryview):
             data = bytes(chunk)
-        else:
-            raise ConfigError(f"output chunks must be str or bytes, not {type(chunk).__name__}")
+        else:  # bytes(5) would be five NUL bytes, bytes([65]) an "A": never guess
+            raise ConfigError(f"a chunk must be str or bytes; got {type(chunk).__name__}")
         self._total += len(data)
+        if self._shaper is not None:
+            self._shaper.feed(data)  # one check per chunk once shaping cannot fit
         if not self._overflowed:
             self._buffer += data
             if len(self._buffer) <= self._budget:
@@ -226,16 +242,27 @@ class OutputAccumulator:
         assert saved is not None
         shown = yield from suffix_flow(host, suffix or "", self._spill_args())
         shape = yield from stored_shape(host, saved, self._head)
+        counted = self._counted()  # None once saved: the store's metadata states it
+        if counted is not None:
+            invalid = counted.invalid_utf8
+        else:
+            invalid = not isinstance(saved, Exception) and saved.invalid_utf8
+        shaped = None
+        if shape is None and self._shaper is not None and not invalid:
+            # As the whole output: the room left by the suffix and the appended pointer.
+            room = self._budget - utf8_size(bounded_suffix(suffix or "", self._budget))
+            shaped = self._shaper.finish(room - APPEND_RESERVE_BYTES)
         step = step_from_ends(
             host.settings,
             result=ToolResult(content=(), is_error=is_error),
             head_raw=self._head,
             tail_raw=bytes(self._tail),
-            counted=self._counted(),
+            counted=counted,
             suffix=shown,
             tool_name=self._tool_name,
             tool_call_id=self._tool_call_id,
             json_shape=shape,
+            shaped=shaped,
         )
         return render(host, step, saved)
 

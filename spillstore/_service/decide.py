@@ -20,10 +20,10 @@ from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, Tex
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.json_doc import looks_like_json
 from spillstore._core.json_shape import JsonShape, json_shape
-from spillstore._core.pointer import Preview, count_newlines, plan_preview
+from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
-from spillstore._errors import StoreError
+from spillstore._errors import ConfigError, StoreError
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -112,7 +112,13 @@ def bounded_suffix(suffix: str, max_bytes: int) -> str:
 def result_flow(
     host: Host, result: ToolResult | str, tool_name: str, tool_call_id: str
 ) -> Flow[ToolResult]:
-    """Decide what the model sees of ``result``; yield each store call as a request."""
+    """Decide what the model sees of ``result``; yield each store call as a request.
+
+    Raises:
+        ConfigError: ``result`` is neither a ``str`` nor a ``ToolResult`` (a developer
+            error: bytes go through the accumulator, which takes them).
+    """
+    _check_result(result)
     if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
         return (yield from _file_flow(host, result, tool_name, tool_call_id))
     step = prepare(host, result, tool_name, tool_call_id)
@@ -136,6 +142,52 @@ def result_flow(
     others = yield from spill_blobs(host, step.others, args)
     suffix = yield from suffix_flow(host, whole_suffix, args)
     return render(host, dataclasses.replace(step, others=others, suffix=suffix), saved)
+
+
+def _check_result(result: object) -> None:
+    """A ConfigError naming what the flow cannot read (not a TypeError from deep inside);
+    a spill-exempt result passes untouched, whatever it holds."""
+    if not isinstance(result, ToolResult | str):
+        hint = (
+            " (bytes: stream them through service.accumulator())"
+            if isinstance(result, bytes | bytearray | memoryview)
+            else ""
+        )
+        raise ConfigError(
+            f"a tool result must be a str or a ToolResult; got {type(result).__name__}{hint}",
+            field="result",
+        )
+    if isinstance(result, str) or result.spill_exempt:
+        return
+    content: object = result.content
+    if isinstance(content, str | bytes) or not isinstance(content, Sequence):
+        raise ConfigError(
+            f"ToolResult.content must be a sequence of parts; got {type(content).__name__}",
+            field="content",
+        )
+    for part in content:
+        if not isinstance(part, TextPart | EmbeddedText | MediaPart | ResourceLink):
+            raise ConfigError(
+                f"ToolResult.content holds a {type(part).__name__}; parts are TextPart,"
+                " EmbeddedText, MediaPart or ResourceLink",
+                field="content",
+            )
+        if isinstance(part, MediaPart) and not isinstance(part.data, bytes | str):
+            raise ConfigError(f"MediaPart.data: got {type(part.data).__name__}", field="content")
+        if isinstance(part, TextPart | EmbeddedText) and not isinstance(part.text, str):
+            raise ConfigError(
+                f"{type(part).__name__}.text must be a str; got {type(part.text).__name__}",
+                field="content",
+            )
+    for field, value, kinds, wanted in (
+        ("suffix", result.suffix, str, "a str"),
+        ("full_output_path", result.full_output_path, str | os.PathLike, "a path"),
+    ):
+        if value is not None and not isinstance(value, kinds):
+            got = type(value).__name__
+            raise ConfigError(
+                f"ToolResult.{field} must be {wanted} or None; got {got}", field=field
+            )
 
 
 def _file_flow(
@@ -230,10 +282,16 @@ def stored_shape(
         data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, 0, saved.total_bytes)
     except STORE_FAILURES:
         return None
-    budget = host.settings.max_bytes
-    return json_shape(
-        [data.decode("utf-8", "replace")], min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE)
-    )
+    return _shape_of([data.decode("utf-8", "replace")], host.settings.max_bytes)
+
+
+def _shape_of(texts: Sequence[str], budget: int) -> JsonShape | None:
+    """The JSON shape for the pointer, or None for a document nested too deeply to walk
+    (the decoders recurse per level): hostile JSON never fails a tool call."""
+    try:
+        return json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
+    except RecursionError:
+        return None
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
@@ -264,7 +322,9 @@ def prepare(
         if isinstance(part, TextPart | EmbeddedText):
             texts.append(part.text)
             if isinstance(part, EmbeddedText):
-                notes.append(f"Embedded text resource {head(part.uri, 200)} is part of the text.")
+                notes.append(
+                    f"Embedded text resource {printable(part.uri, 200)} is part of the text."
+                )
         else:
             others.append(part)
             if isinstance(part, MediaPart) and is_blob(part, host):
@@ -281,7 +341,7 @@ def prepare(
     shaped = None
     shape = None
     if chars <= JSON_SHAPE_MAX_CHARS:
-        shape = json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
+        shape = _shape_of(texts, budget)
     if settings.max_line_bytes is not None and shape is None:
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
@@ -384,11 +444,19 @@ def _read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
 
 
 def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
-    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass."""
+    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass.
+
+    Raises:
+        StoreError: the path is not a regular file (a device such as ``/dev/zero`` would
+            be read forever, a FIFO without a writer would block).
+    """
     tally = Tally()
     first = bytearray()
     last = bytearray()
-    with open(path, "rb") as file:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(f"{path} is not a regular file")
         while chunk := file.read(_READ_CHUNK):
             tally.feed(chunk)
             if len(first) < head_bytes:

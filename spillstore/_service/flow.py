@@ -209,12 +209,15 @@ def step_from_ends(
     notes: list[str] | None = None,
     json_shape: JsonShape | None = None,
     ends_with_newline: bool | None = None,
+    shaped: Shaped | None = None,
 ) -> Prepared:
     """An oversized output known only by its first and last bytes (a stream, a file).
 
     ``counted`` is what the caller measured itself, used when nothing could be saved
     (``None``: the output was adopted by the store, which measured it).
     ``ends_with_newline`` is given when ``tail_raw`` cannot tell (no tail was kept).
+    ``shaped``: the output with its long lines cut, when that fits (append mode; a
+    stream's :class:`~spillstore._core.shape.LineShaper`).
     """
     if ends_with_newline is None:
         ends_with_newline = tail_raw.endswith(b"\n")
@@ -236,7 +239,7 @@ def step_from_ends(
         ends_with_newline=ends_with_newline,
         plan=plan,
         measure=None if counted is None else (lambda: counted),
-        shaped=None,
+        shaped=shaped,
         suffix=suffix,
         others=[] if others is None else others,
         notes=[] if notes is None else notes,

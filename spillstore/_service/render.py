@@ -153,7 +153,8 @@ def _append_mode(
         )
     if stored.state != "none" and stored.path:
         note += f"\n{path_line(stored.path)}"
-    text = _dedupe_suffix(shaped.text, step.suffix)
+    # Compared as the model will read them: a lone surrogate is U+FFFD in both.
+    text = _dedupe_suffix(encode(shaped.text).decode("utf-8"), step.suffix)
     text = f"{text}\n{note}"
     preview = Preview(
         head_text="",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from spillstore._content import MediaPart, Part, TextPart
-from spillstore._core.pointer import DEFAULT_BYTE_PAGE
+from spillstore._core.pointer import DEFAULT_BYTE_PAGE, printable
 from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import encode, head, tail, utf8_size
 from spillstore._service.flow import STORE_FAILURES, Flow, Host, call
@@ -109,8 +109,9 @@ def _where(host: Host, saved: SpillMeta | Exception) -> str:
 
 def blob_notice(host: Host, part: MediaPart, size: int, saved: SpillMeta | Exception) -> str:
     """The notice that stands where a blob was: its spill, MIME type and decoded size."""
-    uri = f", uri {head(part.uri, 100)}" if part.uri else ""
-    return f"[{part.kind} {head(part.mime_type, 60)}, {size} bytes{uri}, {_where(host, saved)}]"
+    uri = f", uri {printable(part.uri, 100)}" if part.uri else ""
+    mime = printable(part.mime_type, 60)
+    return f"[{printable(part.kind, 20)} {mime}, {size} bytes{uri}, {_where(host, saved)}]"
 
 
 def spill_blobs(host: Host, parts: list[Part], args: Mapping[str, Any]) -> Flow[list[Part]]:

@@ -43,6 +43,7 @@ _MAX_REPEATED_BYTES = 1000
 _ADVICE = {
     "time": "; narrow it (first(...), limit(n; ...), a select) or query a smaller part",
     "memory": "; narrow it (first(...), limit(n; ...), a select)",
+    "depth": "; query a shallower part (.a.b, keys, length)",
     "syntax": "",
     "runtime": "; a ? after a step (.a?, .[]?) skips values of the wrong type",
 }
@@ -101,6 +102,7 @@ def _failure(tools: ToolsView, meta: SpillMeta, failed: QueryFailed) -> str:
     what = {
         "syntax": "the jq expression does not compile",
         "runtime": "the jq expression failed",
+        "depth": "the jq expression could not run",
     }.get(failed.kind, "the jq expression was stopped")
     message = " ".join(failed.message.split())[:400]
     return f"{what}: {message}{_ADVICE.get(failed.kind, '')}"

@@ -78,6 +78,10 @@ imported only when a query needs it)."""
 
 _HEADER = struct.Struct("<Q")
 
+_TOO_DEEP = "nested too deeply to be followed here (about 1,000 levels or more)"
+"""Why a document (or the part a query reached) cannot be walked: the parsers and the
+evaluator recurse once per level of nesting."""
+
 
 @dataclass(frozen=True, slots=True)
 class Found:
@@ -111,7 +115,8 @@ class Results:
 
 
 class QueryFailed(SpillstoreError):
-    """A query ended without results: ``kind`` is syntax, runtime, notjson, time or memory."""
+    """A query ended without results: ``kind`` is syntax, runtime, notjson, time, memory
+    or depth."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(kind, message)
@@ -318,8 +323,11 @@ class _Child:
             _, key, size, seconds = message
             bound_memory(size)  # the parse gets a query's bounds, not the last query's
             self.budget.start(seconds)
-            with self.budget.parsing(size):
-                doc = _parse(data)
+            try:
+                with self.budget.parsing(size):
+                    doc = _parse(data)
+            except RecursionError:
+                doc = NotJson(_TOO_DEEP)
             del data
             if isinstance(doc, NotJson):
                 return ("error", "notjson", doc.reason)
@@ -342,6 +350,8 @@ class _Child:
             return run_query(found, ask, self.budget.parsing)
         except MemoryError:
             return ("error", "memory", "the query needed more memory than it may use")
+        except RecursionError:
+            return ("error", "depth", f"the values it reached are {_TOO_DEEP}")
 
 
 def _parse(data: bytes) -> JsonDoc | LazyDoc | NotJson:

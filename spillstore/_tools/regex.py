@@ -79,6 +79,10 @@ class Matcher:
             byte with ``memchr``, so a rare first byte is found with fewer stops.
         rare_line_end: ``to_line_end`` for the literal after ``lead``; a caller searches
             from ``pos + len(lead)`` and checks that ``lead`` stands before the match.
+        spans_lines: a regex that may match a newline: a match that *starts* with the
+            newline ending a line holds nothing of that line, so the scan does not count
+            it as a hit there (``[^a]$`` or ``\\s+$`` are not told that a line followed
+            by an empty one matches).
     """
 
     pattern: str
@@ -89,6 +93,7 @@ class Matcher:
     to_line_end: RawMatch | None = None
     lead: bytes = b""
     rare_line_end: RawMatch | None = None
+    spans_lines: bool = False
 
 
 _NEWLINE_CAPABLE = (
@@ -343,6 +348,7 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, literal: bool = 
             rare_line_end = _line_program(re2.escape(rest), ignore_case)
     elif not is_literal and prefilter is None and newline_free(pattern):
         body = b"(?m)" + encoded
+    spans_lines = not is_literal and body is None and prefilter is None
     return Matcher(
         pattern=pattern,
         needle=needle,
@@ -352,6 +358,7 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False, literal: bool = 
         to_line_end=None if body is None else _line_program(body, ignore_case),
         lead=lead,
         rare_line_end=rare_line_end,
+        spans_lines=spans_lines,
     )
 
 

@@ -100,6 +100,8 @@ def searcher(matcher: Matcher, buf: Buffer) -> Callable[[int, int], tuple[int, i
     raw, anchor, needle = matcher.raw, matcher.anchor, matcher.needle
     if matcher.prefilter is not None:
         return _filtered(buf, raw, matcher.prefilter, anchor)
+    if needle is None and matcher.spans_lines:
+        return _within_lines(buf, raw, anchor)
     if needle is None:
         return lambda pos, end: raw(anchor, buf, pos, end)[0]
     find = buf.find
@@ -164,6 +166,31 @@ def _filtered(
         return raw(anchor, buf, pos, end)[0]
 
     return search
+
+
+def _within_lines(buf: Buffer, raw: RawMatch, anchor: Any) -> Callable[[int, int], tuple[int, int]]:
+    """A search for a regex that may match a newline, skipping matches that start with one.
+
+    Such a match (``[^a]$`` or ``\\s+$`` from the newline ending ``"xa"`` through an
+    empty line) holds nothing of the line that newline ends, so it is no hit on that
+    line. Where one starts, an empty match of the pattern there (``\\s*$`` at the end
+    of the line) still counts; otherwise the search goes on from the next byte.
+    """
+
+    def search(pos: int, end: int) -> tuple[int, int]:
+        found = raw(anchor, buf, pos, end)[0]
+        start, stop = found
+        while start >= 0 and stop > start and buf[start] == _NEWLINE:
+            if raw(anchor, buf, start, start)[0][0] == start:
+                return start, start
+            found = raw(anchor, buf, start + 1, end)[0]
+            start, stop = found
+        return found
+
+    return search
+
+
+_NEWLINE = ord("\n")
 
 
 def iter_hits(hay: Haystack, matcher: Matcher, index: LineIndex | None) -> Iterator[Hit]:

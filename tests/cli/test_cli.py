@@ -173,7 +173,9 @@ def test_run_merges_stdout_and_stderr_in_arrival_order(store_dir: Path) -> None:
 @pytest.mark.parametrize("code", [0, 3])
 def test_run_propagates_the_exit_code_into_status_and_suffix(store_dir: Path, code: int) -> None:
     """The command's exit code is spillstore's, and the suffix names it."""
-    result = run_python(store_dir, f"import sys\nprint('x' * 60_000)\nsys.exit({code})")
+    # Short lines: one 60 KB line is shaped and appended to, as the whole output would be.
+    program = f"import sys\nfor _ in range(1000): print('x' * 59)\nsys.exit({code})"
+    result = run_python(store_dir, program)
     assert result.returncode == code
     text = result.stdout.decode()
     assert text.startswith("[spillstore] The output of tool python")

@@ -228,9 +228,9 @@ def test_cap_content_rejects_caps_too_small_for_marker(cap: object) -> None:
         cap_content([TextPart("x")], cap, tool_name="t")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("ratio", [0.0, 1.0, -0.5, 1.5, True, math.nan])
+@pytest.mark.parametrize("ratio", [0.0, 1.0, -0.5, 1.5, True, math.nan, None, "0.5", [0.5]])
 def test_cap_content_rejects_bad_head_ratio(ratio: float) -> None:
-    """head_ratio must lie strictly between 0 and 1."""
+    """head_ratio must be a number strictly between 0 and 1 (else ConfigError, not TypeError)."""
     with pytest.raises(ConfigError, match="head_ratio"):
         cap_content([TextPart("x")], 1000, tool_name="t", head_ratio=ratio)
 

@@ -145,17 +145,6 @@ def test_bug_in_the_writer_surfaces_mid_stream(monkeypatch: pytest.MonkeyPatch) 
         acc.write(_log())
 
 
-@pytest.mark.parametrize("chunk", [123, None, 1.5, ["x"]], ids=["int", "None", "float", "list"])
-def test_a_chunk_that_is_not_text_or_bytes_is_refused(chunk: object) -> None:
-    """``bytes(123)`` is 123 NUL bytes: an int chunk is refused, not written as zeros."""
-    acc = TruncationService(MemoryStore(), SMALL).accumulator(tool_name="t", tool_call_id="c")
-    acc.write("before ")
-    with pytest.raises(ConfigError, match="str or bytes"):
-        acc.write(chunk)  # type: ignore[arg-type]
-    assert acc.total_bytes == 7
-    assert _text(acc.ok()) == "before "
-
-
 @pytest.mark.parametrize("size", [10, 50_000], ids=["inline", "spilling"])
 def test_finished_accumulator_refuses_more(size: int) -> None:
     """Writing or finishing after ok() is a developer error and raises UsageError."""
@@ -274,3 +263,18 @@ async def test_not_saved_preview_states_the_real_measure_when_the_disk_fills(
     assert out.spill.invalid_utf8 == (stray is not None)
     lines = data.count(b"\n")
     assert f"{len(data)} bytes, {lines} lines" in _text(out)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("chunk", [5, None, [65, 66], 1.5])
+async def test_a_chunk_that_is_not_str_or_bytes_is_refused_not_converted(chunk: object) -> None:
+    """``write(5)`` is a ConfigError, not five NUL bytes; the accumulator stays usable."""
+    store = MemoryStore()
+    acc = TruncationService(store, SMALL).accumulator(tool_name="t", tool_call_id="c")
+    with pytest.raises(ConfigError, match=type(chunk).__name__):
+        acc.write(chunk)  # type: ignore[arg-type]
+    twin = TruncationService(store, SMALL).accumulator(tool_name="t", tool_call_id="d")
+    with pytest.raises(ConfigError):
+        await twin.awrite(chunk)  # type: ignore[arg-type]
+    acc.write("ok")
+    assert acc.total_bytes == 2

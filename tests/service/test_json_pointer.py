@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from spillstore import MemoryStore, Settings, TruncationService
 
 DOCUMENT = json.dumps(
@@ -80,3 +82,29 @@ def test_a_streamed_log_is_not_read_back() -> None:
     (part,) = accumulator.ok().content
     assert "JSON" not in part.text  # type: ignore[union-attr]
     assert reads == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("depth", [1100, 100_000])
+@pytest.mark.parametrize("entry", ["whole", "async", "stream"])
+async def test_json_nested_deeper_than_the_parsers_go_gets_a_pointer_not_an_error(
+    depth: int, entry: str
+) -> None:
+    """A document nested past the decoders' recursion is cut and saved, without a shape."""
+    output = '{"a":' * depth + "1" + "}" * depth
+    store = MemoryStore()
+    service = TruncationService(store, Settings(max_bytes=4000))
+    if entry == "whole":
+        result = service.truncate_for_model(output, tool_name="fetch", tool_call_id="c1")
+    elif entry == "async":
+        result = await service.atruncate_for_model(output, tool_name="fetch", tool_call_id="c1")
+    else:
+        accumulator = service.accumulator(tool_name="fetch", tool_call_id="c1")
+        accumulator.write(output)
+        result = accumulator.ok()
+    assert result.spill is not None and result.spill.saved == "full"
+    (part,) = result.content
+    assert len(part.text.encode()) <= 4000  # type: ignore[union-attr]
+    assert "query_spill" not in part.text  # type: ignore[union-attr]
+    (meta,) = store.list("default")
+    assert store.read_bytes(meta.spill_id, 0, meta.total_bytes) == output.encode()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from spillstore._content import EmbeddedText, MediaPart, TextPart, ToolResult
 from spillstore._core.utf8 import encode, utf8_size
-from spillstore._errors import StoreError
+from spillstore._errors import ConfigError, StoreError
 from spillstore._service.service import TruncationService
 from spillstore._settings import MIN_BUDGET_BYTES, POINTER_RESERVE_BYTES, Settings
 from spillstore._stores.local import LocalStore
@@ -385,3 +385,44 @@ def test_spill_tools_answer_the_pointer_hint_verbatim() -> None:
     assert not page.is_error
     assert f"line {first:07d}" in _text(page)
     assert page.spill_exempt
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("value", [None, 123, b"x" * 60_000, ["a", "b"], {"text": "x"}])
+async def test_a_result_that_is_not_a_str_or_tool_result_is_a_config_error(
+    value: object,
+) -> None:
+    """A wrong type gets a ConfigError naming it, from both twins (not an AttributeError)."""
+    service = TruncationService(MemoryStore())
+    with pytest.raises(ConfigError, match=type(value).__name__):
+        service.truncate_for_model(value, tool_name="t", tool_call_id="c")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=type(value).__name__):
+        await service.atruncate_for_model(value, tool_name="t", tool_call_id="c")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("result", "named"),
+    [
+        (ToolResult(content=None), "content"),  # type: ignore[arg-type]
+        (ToolResult(content="x" * 60_000), "content"),  # type: ignore[arg-type]
+        (ToolResult(content=["x" * 60_000]), "holds a str"),  # type: ignore[list-item]
+        (ToolResult(content=(TextPart(None),)), "TextPart.text"),  # type: ignore[arg-type]
+        (ToolResult(content=(TextPart(b"x"),)), "TextPart.text"),  # type: ignore[arg-type]
+        (ToolResult(content=(TextPart("x" * 60_000),), suffix=5), "suffix"),  # type: ignore[arg-type]
+        (ToolResult(content=(), full_output_path=123), "full_output_path"),  # type: ignore[arg-type]
+        (ToolResult(content=(MediaPart("blob", "x", None),)), "MediaPart.data"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_tool_result_holding_wrong_types_is_a_config_error_naming_the_field(
+    result: ToolResult, named: str
+) -> None:
+    """Wrong field types raise a ConfigError naming the field, not a TypeError from inside."""
+    with pytest.raises(ConfigError, match=named):
+        TruncationService(MemoryStore()).truncate_for_model(result, tool_name="t", tool_call_id="c")
+
+
+def test_a_spill_exempt_result_passes_through_whatever_it_holds() -> None:
+    """The exemption is checked first: such a result comes back as the same object."""
+    result = ToolResult(content=("not a part",), spill_exempt=True)  # type: ignore[arg-type]
+    service = TruncationService(MemoryStore())
+    assert service.truncate_for_model(result, tool_name="t", tool_call_id="c") is result

@@ -161,6 +161,29 @@ def test_multiline_match_is_reported_at_its_first_line(any_store: Store) -> None
     assert [(n, t) for _, n, t in found] == [(2, "start here")]
 
 
+@pytest.mark.parametrize(
+    ("pattern", "lines"),
+    [
+        (r"\s+$", [7]),
+        (r"[^;]$", [1, 4, 7]),
+        (r"[^a-z]", [3, 7]),
+        (r"\s*$", [1, 2, 3, 4, 5, 6, 7]),
+        (r"\n", []),
+        (r"o\n\n", [1]),
+    ],
+)
+def test_a_match_starting_at_a_line_s_newline_is_no_hit_on_that_line(
+    any_store: Store, pattern: str, lines: list[int]
+) -> None:
+    """A line is no hit for a match that only starts at its newline (as grep -n has it)."""
+    spill = put(any_store, b"foo\n\nbar;\nbaz\n\n\nqux \n")
+    tools = SpillTools(any_store)
+    found = hits(text_of(tools.grep(pattern, spill)))
+    assert [n for _, n, _ in found] == lines
+    counted = text_of(tools.grep(pattern, spill, output_mode="count"))
+    assert f": {len(lines)} matching line" in counted.split("\n")[0]
+
+
 def test_long_matching_line_shows_a_window_around_the_match(any_store: Store) -> None:
     """A matching line over the column cap shows the part around the match and its offset."""
     line = b"a" * 5000 + b"NEEDLE" + b"b" * 5000

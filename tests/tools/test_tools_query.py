@@ -311,3 +311,16 @@ def test_the_needle_query_runs_without_jq(monkeypatch: pytest.MonkeyPatch) -> No
     ((text, _, (start, end), line),) = found
     assert (more, kind, paths, line) == (False, "json", True, None)
     assert data[start:end] == json.dumps(items[499]).encode() and json.loads(text) == items[499]
+
+
+@pytest.mark.parametrize(("depth", "said"), [(1010, "could not run"), (5000, "is not JSON")])
+def test_a_document_nested_too_deeply_is_a_clear_error(
+    tools: SpillTools, depth: int, said: str
+) -> None:
+    """Nesting past what the parsers and the evaluator follow says so, and what to do."""
+    spill = _put(tools, "[" * depth + "1" + "]" * depth)
+    result = tools.query(spill, ".")
+    assert result.is_error
+    text = text_of(result)
+    assert said in text and "nested too deeply" in text, text
+    assert "a ? after a step" not in text  # not the expression's fault
