@@ -481,3 +481,52 @@ def test_the_default_launcher_is_the_spillstore_on_path_as_an_absolute_path(
     cli("install", "claude-code", "--scope", "project", "--server", "git")
     servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
     assert servers["mcpServers"]["git"]["command"] == str(bin_dir / "spillstore")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'mcp_servers.git.command = "uvx"\nmcp_servers.git.args = ["mcp-server-git"]\n',
+        '[mcp_servers]\ngit.command = "uvx"\ngit.args = ["mcp-server-git"]\n',
+        '[mcp_servers]\ngit.command = "uvx"\n',
+        '[mcp_servers.git]\ncommand = "uvx"\n[profiles.x]\nm = 1\n[mcp_servers.git.env]\nK = "v"\n',
+    ],
+    ids=["dotted-from-the-root", "dotted-in-the-section", "one-dotted-key", "split-in-two"],
+)
+def test_a_toml_server_written_in_dotted_keys_or_pieces_is_refused_in_one_line(
+    tmp_path: Path, cli: Cli, text: str
+) -> None:
+    """A Codex server given as dotted keys or split around another table cannot be
+    edited in place: install says so in one line and writes nothing (it used to crash,
+    or wrap a server that uninstall then could not restore)."""
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, out = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 1
+    assert out.count("\n") == 1
+    assert "'git'" in out
+    assert "dotted keys" in out
+    assert config.read_text(encoding="utf-8") == text
+    code, out = cli("status", "codex", "--config", str(config))
+    assert code == 0
+    assert "git: not wrapped: uvx" in out
+
+
+def test_a_toml_server_with_dotted_keys_inside_uninstalls_byte_for_byte(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """Dotted keys inside a ``[mcp_servers.NAME]`` table (``env.K = ...``) and a comment
+    come back where they were: uninstall restores the file byte for byte."""
+    text = (
+        "# mine\n[mcp_servers.git]\n"
+        'command = "uvx"  # the runner\nenv.K = "v"\nx.y.z = 1\n\n'
+        '[mcp_servers.git.env2]\nK = "v"\n[other]\nq = 1\n'
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, _ = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 0
+    assert f'command = "{LAUNCHER}"' in config.read_text(encoding="utf-8")
+    code, out = cli("uninstall", "codex", "--all", "--config", str(config))
+    assert code == 0, out
+    assert config.read_text(encoding="utf-8") == text
