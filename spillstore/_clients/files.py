@@ -52,13 +52,15 @@ def read(path: Path) -> Snapshot:
     """
     target = Path(os.path.realpath(path))
     try:
-        data = target.read_bytes()
+        data = _read_regular(target)
     except FileNotFoundError:
         return Snapshot(path, target, None, "", bom=False)
     except OSError as exc:
         raise ClientConfigError(
             f"{path}: cannot read: {exc.strerror or exc}", path=str(path)
         ) from exc
+    if data is None:
+        raise ClientConfigError(f"{path}: not a regular file", path=str(path))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -118,9 +120,24 @@ def write(snapshot: Snapshot, text: str) -> bool:
     return True
 
 
+def _read_regular(target: Path) -> bytes | None:
+    """The bytes of a regular file; None for anything else (a FIFO, a device, a
+    socket), which is opened without blocking and never read.
+
+    Raises:
+        OSError: it cannot be opened or read (``FileNotFoundError``: no such file).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(target, flags)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read()
+
+
 def _current(target: Path) -> bytes | None:
     try:
-        return target.read_bytes()
+        return _read_regular(target)
     except FileNotFoundError:
         return None
 

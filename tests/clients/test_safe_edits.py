@@ -530,3 +530,19 @@ def test_a_toml_server_with_dotted_keys_inside_uninstalls_byte_for_byte(
     code, out = cli("uninstall", "codex", "--all", "--config", str(config))
     assert code == 0, out
     assert config.read_text(encoding="utf-8") == text
+
+
+def test_a_config_that_is_a_fifo_is_one_error_line_not_a_hang(project: Path, cli: Cli) -> None:
+    """A config path that is a FIFO (or any non-regular file) is refused at once, never
+    opened for a blocking read."""
+    project.unlink()
+    os.mkfifo(project)
+    for command in (
+        ("status", "claude-code", "--scope", "project"),
+        ("install", "claude-code", "--scope", "project", "--all"),
+        ("add", "claude-code", "--scope", "project", "srv", "--", "echo"),
+    ):
+        code, out = cli(*command)
+        assert code == 1
+        assert out.strip().splitlines()[-1] == f"spillstore: {project}: not a regular file"
+    assert stat.S_ISFIFO(project.lstat().st_mode)
