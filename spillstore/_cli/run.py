@@ -4,7 +4,8 @@ The command starts without a shell, with stdout and stderr on **one pipe**; the 
 read :data:`READ_CHUNK_BYTES` at a time (at most) into the service's
 :class:`~spillstore.OutputAccumulator` (memory stays flat whatever the output size). A
 first Ctrl-C is left to the command (the terminal sends it to both); a second one kills
-it. On a terminal, rich's :class:`~rich.progress.Progress` shows a line on stderr while
+it; an interrupt sent to spillstore alone (no terminal's foreground group) is passed on.
+On a terminal, rich's :class:`~rich.progress.Progress` shows a line on stderr while
 a large output streams.
 """
 
@@ -352,7 +353,10 @@ def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     """While the command runs: leave Ctrl-C to it, forward TERM/HUP, kill on a 2nd Ctrl-C.
 
     The terminal sends Ctrl-C to the whole foreground group, so the command already has
-    it; spillstore keeps reading so that what the command printed is still saved.
+    it; spillstore keeps reading so that what the command printed is still saved. An
+    interrupt that cannot have come from a terminal (spillstore is not in a terminal's
+    foreground group: a harness or ``kill -INT`` sent it to spillstore alone) is passed
+    on to the command.
     """
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
@@ -370,6 +374,8 @@ def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
             interrupts += 1
             if interrupts >= 2:
                 proc.kill()
+            elif not _in_terminal_foreground():
+                proc.send_signal(signum)
         else:
             proc.send_signal(signum)
 
@@ -380,6 +386,16 @@ def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _in_terminal_foreground() -> bool:
+    """Whether this process is in the foreground group of the terminal on fd 0, 1 or 2
+    (where a terminal's Ctrl-C reaches the whole group)."""
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+    return False
 
 
 def _status(returncode: int) -> tuple[str, int]:

@@ -12,9 +12,11 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -572,3 +574,35 @@ def test_help_lists_every_command(store_dir: Path) -> None:
     assert result.returncode == 0
     for command in ("run", "read", "grep", "ls", "show", "rm", "gc", "clean", "demo"):
         assert f"  {command} " in result.stdout.decode()
+
+
+def test_run_without_a_terminal_passes_an_interrupt_on_and_saves_the_output(
+    store_dir: Path,
+) -> None:
+    """``spillstore run`` interrupted by a parent that is not a terminal (the signal
+    reaches spillstore alone, as from ``kill -INT`` or an agent harness) hands the
+    interrupt to the command, saves what it printed and exits with 130."""
+    code = (
+        "import sys, time\nprint('started', flush=True)\n"
+        "for i in range(600):\n    print('line', i, flush=True)\n    time.sleep(0.1)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spillstore._cli", "run", "--", sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=_env(store_dir),
+        start_new_session=True,  # no terminal: only spillstore gets the signal
+    )
+    assert proc.stdout is not None
+    try:
+        time.sleep(2.0)  # the command is running and printing
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert out.decode().endswith("killed by signal SIGINT\n")
+    assert b"started" in out
