@@ -12,6 +12,7 @@ a large output streams.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -70,6 +71,8 @@ __all__ = [
     "app",
     "stream",
 ]
+
+log = logging.getLogger("spillstore")
 
 READ_CHUNK_BYTES = 256 * 1024
 """``run`` reads the command's pipe up to this many bytes at a time.
@@ -139,7 +142,11 @@ def run(
         fail("run: no command given; usage: spillstore run [OPTIONS] -- CMD [ARGS]...", EXIT_USAGE)
     with store_errors():
         chosen = _run_settings(ctx, max_bytes, retain)
-        store = open_store(chosen, ctx)
+        # A store that fails to open (a full disk) still lets the command run: its
+        # output then gets the "NOT saved" preview.
+        from spillstore._stores.unavailable import unavailable_on_failure  # noqa: PLC0415
+
+        store = unavailable_on_failure(lambda: open_store(chosen, ctx), log)
     name = tool_name if tool_name is not None else os.path.basename(argv[0]) or "run"
     outcome = stream(argv, chosen, store, tool_name=name, tool_call_id=call_id)
     try:

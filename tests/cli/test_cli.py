@@ -606,3 +606,23 @@ def test_run_without_a_terminal_passes_an_interrupt_on_and_saves_the_output(
     assert proc.returncode == 130
     assert out.decode().endswith("killed by signal SIGINT\n")
     assert b"started" in out
+
+
+def test_run_with_a_store_that_cannot_be_opened_still_runs_and_shows_a_preview(
+    store_dir: Path,
+) -> None:
+    """A store that cannot be opened (a catalog that is not a database; a full disk gives
+    the same ``StoreError``) does not stop ``run``: the command runs, its status is
+    kept, the model's view says the output was NOT saved, with one warning line."""
+    assert cli(store_dir, "ls").returncode == 0
+    (store_dir / "catalog.sqlite3").write_bytes(b"not a database " * 1_000)
+    result = run_python(
+        store_dir, "print('w\\n' * 60000)\nraise SystemExit(3)", "--max-bytes", "4KB"
+    )
+    assert result.returncode == 3
+    out = result.stdout.decode()
+    assert "NOT saved" in out and "not a database" in out
+    assert out.endswith("exit code 3\n")
+    assert len(out.encode()) <= 4_000
+    [warning] = result.stderr.decode().splitlines()
+    assert warning.startswith("spillstore: warning: the store cannot be used")
