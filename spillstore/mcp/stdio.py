@@ -86,6 +86,28 @@ def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessa
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error_data))
 
 
+def _has_id(line: bytes | bytearray) -> bool:
+    """Whether a line read as a notification has an ``id`` member after all: a request
+    whose id is not a string or an integer (null, 1.5, true, ...), which the models take
+    for a notification."""
+    if b'"id"' not in line:
+        return False
+    try:
+        raw = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(raw, dict) and "id" in raw
+
+
+def _bad_id_answer() -> SessionMessage:
+    """The ``-32600`` answer to a request whose id is not a string or an integer (MCP:
+    never null); the id cannot be echoed, so it is null."""
+    error = types.ErrorData(
+        code=types.INVALID_REQUEST, message="Invalid request: id must be a string or an integer"
+    )
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
+
+
 Reply = Callable[[bytes], Awaitable[None]]
 """Writes one encoded JSON-RPC line (with its newline) to stdout, whole, from the calling
 task (raises ``anyio.ClosedResourceError`` once serving ends)."""
@@ -146,12 +168,15 @@ async def stdio_streams(
         async def take(line: bytes | bytearray) -> None:
             if intercept is not None and await intercept(line, reply):
                 return
-            message = parse_line(line)
+            message = parse_line(line, peer="the MCP client")
             if isinstance(message, Exception):
                 answer = unreadable_answer(line, message)
                 if answer is not None:
                     await reply(_encode(answer))
                     return
+            elif isinstance(message.message, types.JSONRPCNotification) and _has_id(line):
+                await reply(_encode(_bad_id_answer()))
+                return
             await read_send.send(message)
 
         async with read_send:

@@ -166,12 +166,18 @@ async def test_log_messages_reach_a_2026_call_that_opted_in() -> None:
 
 def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
     """A line that is not JSON gets a JSON-RPC -32700 parse error with a null id, a JSON
-    request that is not valid JSON-RPC gets -32600 with its id, and serving goes on."""
+    request that is not valid JSON-RPC gets -32600 with its id (a null one when its id is
+    not a string or an integer: such a request was taken for a notification and never
+    answered), and serving goes on."""
     command = [sys.executable, "-m", "spillstore.mcp", "serve", "--dir", str(tmp_path / "s")]
     ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
     nested = '{"method": "tools/call", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
     bad_request = json.dumps({"jsonrpc": "2.0", "id": 3, "method": 5})
-    lines = ["this is not json", nested, bad_request, ""]
+    bad_ids = [
+        json.dumps({"jsonrpc": "2.0", "id": bad_id, "method": "ping"})
+        for bad_id in (1.5, None, True, [1], {"a": 1})
+    ]
+    lines = ["this is not json", nested, bad_request, "", *bad_ids]
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -200,6 +206,7 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
         (None, -32700),
         (None, -32700),
         (3, -32600),
+        *[(None, -32600)] * 5,
     ]
     assert any(answer.get("id") == 7 and "result" in answer for answer in answers)  # goes on
 
