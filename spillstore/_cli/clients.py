@@ -49,7 +49,7 @@ from spillstore._cli.options import (
     optional,
     takes_global_options,
 )
-from spillstore._cli.output import emit_json, write
+from spillstore._cli.output import emit_json, printable, write
 from spillstore._clients import files, ops
 from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.formats import Format
@@ -193,20 +193,21 @@ def _report(ctx: typer.Context, command: str, dry_run: bool, rows: list[dict[str
     if global_options(ctx).json:
         emit_json({"command": command, "dry_run": dry_run, "files": rows})
         return
-    for row in rows:
-        write(f"{row['client']} ({row['scope']}): {row['path']}\n")
+    for row in rows:  # names, commands and paths come from the file: printable only
+        write(f"{row['client']} ({row['scope']}): {printable(str(row['path']))}\n")
         if not row["exists"] and not row["servers"]:
             write("  no such file\n")
         elif not row["servers"]:
             write("  no servers\n")
         for server in row["servers"]:
+            name = printable(server["name"])
             if server["action"] == "seen":
-                write(f"  {server['name']}: {server['detail']}\n")
+                write(f"  {name}: {printable(server['detail'])}\n")
             else:
-                detail = f" - {server['detail']}" if server["detail"] else ""
-                write(f"  {server['name']}: {server['action']}{detail}\n")
+                detail = f" - {printable(server['detail'])}" if server["detail"] else ""
+                write(f"  {name}: {server['action']}{detail}\n")
         if row.get("diff"):
-            write(row["diff"])
+            write(printable(row["diff"], keep="\t\n"))
 
 
 def _row(target: _Target, snapshot: files.Snapshot, changes: list[ops.Change]) -> dict[str, Any]:

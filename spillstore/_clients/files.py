@@ -122,17 +122,14 @@ def write(snapshot: Snapshot, text: str) -> bool:
 
 def _read_regular(target: Path) -> bytes | None:
     """The bytes of a regular file; None for anything else (a FIFO, a device, a
-    socket), which is opened without blocking and never read.
+    socket), which is never opened (opening a FIFO blocks until a writer comes).
 
     Raises:
-        OSError: it cannot be opened or read (``FileNotFoundError``: no such file).
+        OSError: it cannot be read (``FileNotFoundError``: no such file).
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(target, flags)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return handle.read()
+    if not stat.S_ISREG(target.stat().st_mode):
+        return None
+    return target.read_bytes()
 
 
 def _current(target: Path) -> bytes | None:

@@ -546,3 +546,28 @@ def test_a_config_that_is_a_fifo_is_one_error_line_not_a_hang(project: Path, cli
         assert code == 1
         assert out.strip().splitlines()[-1] == f"spillstore: {project}: not a regular file"
     assert stat.S_ISFIFO(project.lstat().st_mode)
+
+
+def test_names_and_commands_from_a_config_are_printed_without_control_characters(
+    project: Path, cli: Cli
+) -> None:
+    """A hostile project config (a cloned repository's ``.mcp.json``) cannot forge output
+    lines, retitle the terminal or reorder text: control characters, separators and bidi
+    overrides in names, commands, arguments and the diff are printed escaped."""
+    hostile = {
+        "mcpServers": {
+            "ev\x1b]0;pwned\x07il\u202e": {"command": "x\x1b[31m", "args": ["\r\nfake: line"]}
+        }
+    }
+    project.write_text(json.dumps(hostile), encoding="utf-8")
+    for command in (
+        ("status", "claude-code", "--scope", "project"),
+        ("install", "claude-code", "--scope", "project", "--all", "--dry-run"),
+        ("install", "claude-code", "--scope", "project", "--all"),
+        ("uninstall", "claude-code", "--scope", "project", "--all"),
+    ):
+        code, out = cli(*command)
+        assert code == 0
+        assert not any(ch in out for ch in "\x1b\x07\r\u202e"), repr(out)
+        assert "\nfake: line" not in out
+        assert "ev\\x1b]0;pwned\\x07il\\u202e" in out
