@@ -96,6 +96,8 @@ def test_memory_url_opens_a_fresh_memory_store() -> None:
         ("file://example.com/x", "not the host"),
         ("file://relative", "not the host"),
         ("file:///x?y", "no query"),
+        ("file:///tmp/a%00b", "NUL"),
+        ("file://~/a%00b", "NUL"),
     ],
 )
 def test_bad_store_urls_are_config_errors_naming_the_setting(url: str, why: str) -> None:
@@ -106,6 +108,13 @@ def test_bad_store_urls_are_config_errors_naming_the_setting(url: str, why: str)
     assert why in str(caught.value)
     assert caught.value.field == "store"
     assert "s3://BUCKET/PREFIX" in str(caught.value)
+
+
+def test_a_file_url_scheme_is_case_insensitive(tmp_path: Path) -> None:
+    """``FILE:///path`` is a local store at the path, like ``file:///path`` (URL schemes
+    are case-insensitive, as ``S3://`` already was)."""
+    store = open_store_url(f"FILE://{tmp_path / 'spills'}")
+    assert isinstance(store, LocalStore) and store.root == str(tmp_path / "spills")
 
 
 def test_s3_url_names_bucket_and_prefix(tmp_path: Path) -> None:
