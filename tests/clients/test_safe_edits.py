@@ -571,3 +571,24 @@ def test_names_and_commands_from_a_config_are_printed_without_control_characters
         assert not any(ch in out for ch in "\x1b\x07\r\u202e"), repr(out)
         assert "\nfake: line" not in out
         assert "ev\\x1b]0;pwned\\x07il\\u202e" in out
+
+
+def test_a_remote_server_the_proxy_cannot_reach_is_skipped_not_broken(
+    project: Path, cli: Cli
+) -> None:
+    """A remote entry whose URL is not http(s) (a WebSocket ``ws://`` server) is left as
+    it is, with the reason: wrapping it gave a server that can never start. A URL the
+    client expands (``${BASE}/mcp``) is still wrapped."""
+    config = {
+        "mcpServers": {
+            "sock": {"type": "websocket", "url": "ws://127.0.0.1:9/mcp"},
+            "tmpl": {"type": "http", "url": "${BASE}/mcp"},
+        }
+    }
+    project.write_text(json.dumps(config), encoding="utf-8")
+    code, out = cli("install", "claude-code", "--scope", "project", "--all")
+    assert code == 0, out
+    assert "sock: skipped - its URL is ws://, and the proxy speaks only http(s)" in out
+    assert "tmpl: wrapped" in out
+    servers = json.loads(project.read_text(encoding="utf-8"))["mcpServers"]
+    assert servers["sock"] == config["mcpServers"]["sock"]
