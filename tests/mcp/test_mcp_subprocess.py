@@ -370,7 +370,7 @@ async def test_proxy_whose_store_cannot_be_opened_still_answers_every_call(
     """A store that cannot be opened at start (here a catalog that is not a database; a
     full disk gives the same ``StoreError``) does not stop the proxy: small results pass,
     a big one gets the bounded "NOT saved" preview, and the spill tools say why they
-    cannot read."""
+    cannot read; so does ``mcp serve``."""
     spills = tmp_path / "spills"
     made = [sys.executable, "-m", "spillstore._cli", "--dir", str(spills), "ls"]
     subprocess.run(made, check=True, capture_output=True, cwd=ROOT)  # a store, closed
@@ -398,5 +398,11 @@ async def test_proxy_whose_store_cannot_be_opened_still_answers_every_call(
     [text] = texts(big)
     assert len(text.encode()) <= 4_000
     assert "NOT saved" in text and "not a database" in text
+    assert listed.is_error
+    assert "not a database" in texts(listed)[0]
+    serve = ["-m", "spillstore.mcp", "serve", "--dir", str(spills)]
+    params = StdioServerParameters(command=sys.executable, args=serve, cwd=str(ROOT))
+    async with Client(params) as client:  # the spill server starts too, and says why
+        listed = await client.call_tool("list_spills", {})
     assert listed.is_error
     assert "not a database" in texts(listed)[0]
