@@ -14,6 +14,7 @@ import contextlib
 import datetime
 import json
 import logging
+import os
 import re
 import secrets
 import time
@@ -36,6 +37,7 @@ from spillstore._stores.s3_bucket import (
     IDS,
     Bucket,
     ObjectStore,
+    check_endpoint,
     describe,
     fan_out,
     s3_errors,
@@ -167,6 +169,13 @@ class S3Store(Store):
         settings: dict[str, Any] = dict(config or {})
         if endpoint is not None:
             settings["endpoint"] = endpoint
+        check_endpoint(
+            settings.get("endpoint")
+            or settings.get("aws_endpoint")
+            or settings.get("aws_endpoint_url")
+            or os.environ.get("AWS_ENDPOINT_URL")
+            or os.environ.get("AWS_ENDPOINT")
+        )
         if region is not None:
             settings["region"] = region
         try:

@@ -215,3 +215,20 @@ async def test_mcp_proxy_on_s3_spills_where_a_second_process_reads(tmp_path: Pat
     )
     assert page.returncode == 0, page.stderr
     assert "00000000 xxx" in page.stdout
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["not a url", "http://", "http://[::1", "http://127.0.0.1:99999", "ftp://host", " "],
+)
+def test_a_malformed_s3_endpoint_is_one_error_line(endpoint: str) -> None:
+    """A malformed S3 endpoint (from ``SPILLSTORE_S3_ENDPOINT`` or ``AWS_ENDPOINT_URL``)
+    is refused in one line naming it, exit 2; obstore panicked on it (a Rust panic, not
+    an ``Exception``: a traceback from the CLI, a dead proxy)."""
+    for variable in ("SPILLSTORE_S3_ENDPOINT", "AWS_ENDPOINT_URL"):
+        env = {**os.environ, "SPILLSTORE_STORE": "s3://bucket/p", variable: endpoint}
+        env.pop("SPILLSTORE_S3_ENDPOINT" if variable == "AWS_ENDPOINT_URL" else "X", None)
+        done = cli("ls", env=env)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+        assert "invalid S3 endpoint" in done.stderr
