@@ -49,8 +49,10 @@ __all__ = [
     "Sidecar",
     "check_endpoint",
     "check_key",
+    "check_printable",
     "describe",
     "fan_out",
+    "is_panic",
     "put_new",
     "s3_errors",
     "validate_prefix",
@@ -186,9 +188,26 @@ def s3_errors(action: str, *, writing: bool = False) -> Iterator[None]:
         code = errno.EACCES if denied else errno.EIO
         raise StoreError(code, f"{action}: {describe(exc)}") from exc
     except BaseException as exc:
-        if type(exc).__name__ != "PanicException":  # pyo3's: obstore's Rust code panicked
+        if not is_panic(exc):
             raise
         raise StoreError(errno.EIO, f"{action}: obstore failed: {exc}") from exc
+
+
+def is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is pyo3's ``PanicException`` (obstore's Rust code panicked): a
+    ``BaseException``, so ``except Exception`` lets it through."""
+    return type(exc).__name__ == "PanicException"
+
+
+def check_printable(what: str, value: str | None) -> None:
+    """Refuse a bucket, region or credential holding spaces or control characters
+    (obstore panics on them in a request header or URI).
+
+    Raises:
+        ConfigError: naming ``what`` (never the value: it may be a secret).
+    """
+    if value is not None and any(c.isspace() or not c.isprintable() for c in value):
+        raise ConfigError(f"invalid S3 {what}: it holds spaces or control characters")
 
 
 # --------------------------------------------------------------------------- objects

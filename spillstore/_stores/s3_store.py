@@ -38,6 +38,7 @@ from spillstore._stores.s3_bucket import (
     Bucket,
     ObjectStore,
     check_endpoint,
+    check_printable,
     describe,
     fan_out,
     s3_errors,
@@ -169,6 +170,10 @@ class S3Store(Store):
         settings: dict[str, Any] = dict(config or {})
         if endpoint is not None:
             settings["endpoint"] = endpoint
+        check_printable("bucket", bucket)
+        check_printable("region", region or settings.get("region") or os.environ.get("AWS_REGION"))
+        for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            check_printable(f"credential ${variable}", os.environ.get(variable))
         check_endpoint(
             settings.get("endpoint")
             or settings.get("aws_endpoint")

@@ -232,3 +232,31 @@ def test_a_malformed_s3_endpoint_is_one_error_line(endpoint: str) -> None:
         assert done.returncode == 2, done.stderr
         assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
         assert "invalid S3 endpoint" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("SPILLSTORE_STORE", "s3://b b/p", "bucket"),
+        ("SPILLSTORE_S3_REGION", "us\neast-1", "region"),
+        ("AWS_SESSION_TOKEN", "tok\x01en", "credential $AWS_SESSION_TOKEN"),
+        ("AWS_SECRET_ACCESS_KEY", "sec ret", "credential $AWS_SECRET_ACCESS_KEY"),
+    ],
+)
+def test_s3_settings_obstore_would_panic_on_are_one_error_line(
+    variable: str, value: str, named: str
+) -> None:
+    """A bucket, region or credential with spaces or control characters is refused when
+    the store is made, naming it but never showing a secret (obstore panicked on them in
+    a request: a proxy died with its upstream's tools)."""
+    env = {
+        **os.environ,
+        "SPILLSTORE_STORE": "s3://bucket/p",
+        "SPILLSTORE_S3_ENDPOINT": "http://127.0.0.1:9",
+        variable: value,
+    }
+    done = cli("ls", env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"invalid S3 {named}" in done.stderr
+    assert "ret" not in done.stderr and "tok" not in done.stderr
