@@ -349,6 +349,12 @@ def add_command(
         fail("give the server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
     if not url and (sse or header):
         fail("--sse and --header go with --url", EXIT_USAGE)
+    if not name.strip() or printable(name) != name:
+        fail(
+            f"NAME: a server name must be visible text, without control characters or line"
+            f" breaks; got {printable(name)!r}",
+            EXIT_USAGE,
+        )
     try:
         headers = dict(split_header(text) for text in header or [])
     except ConfigError as exc:

@@ -592,3 +592,17 @@ def test_a_remote_server_the_proxy_cannot_reach_is_skipped_not_broken(
     assert "tmpl: wrapped" in out
     servers = json.loads(project.read_text(encoding="utf-8"))["mcpServers"]
     assert servers["sock"] == config["mcpServers"]["sock"]
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "tab\there", "bidi\u202ename"])
+def test_add_refuses_a_name_that_is_blank_or_holds_control_characters(
+    tmp_path: Path, cli: Cli, name: str
+) -> None:
+    """``add`` with a blank name, or one holding line breaks, tabs or bidi overrides, is a
+    usage error and writes nothing (such a name was written, and a Goose config with a
+    multi-line key then refused every later edit)."""
+    config = tmp_path / "config.yaml"
+    code, out = cli("add", "goose", name, "--config", str(config), "--", "echo", "hi")
+    assert code == 2
+    assert out.count("\n") == 1 and "a server name must be visible text" in out
+    assert not config.exists()
