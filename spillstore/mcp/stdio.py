@@ -10,7 +10,8 @@ way the SDK does: while it serves, fd 0 reads ``/dev/null`` and fd 1 writes to s
 a stray ``print`` or a child process cannot corrupt the protocol stream; both are restored
 on exit, with their original blocking modes. A line that is not a readable JSON-RPC
 message is answered here (:func:`unreadable_answer`: ``-32700`` or ``-32600``), as the
-spec asks, instead of being dropped silently.
+spec asks, instead of being dropped silently. A client that closes its end of stdout is gone: an
+answer that meets the closed pipe ends serving quietly.
 """
 
 from __future__ import annotations
@@ -160,7 +161,10 @@ async def stdio_streams(
         if closing:
             raise anyio.ClosedResourceError
         async with out_lock:
-            await write_all(out_fd, data, pollable=out_poll)
+            try:
+                await write_all(out_fd, data, pollable=out_poll)
+            except OSError as exc:  # EPIPE: the client closed its end, it is gone
+                raise anyio.ClosedResourceError from exc
 
     async def reader() -> None:
         splitter = LineSplitter()
@@ -191,12 +195,16 @@ async def stdio_streams(
     written = anyio.Event()
 
     async def writer() -> None:
+        nonlocal closing
         try:
             async with write_recv:
                 async for item in write_recv:
                     data = _encode(item)
                     async with out_lock:
                         await write_all(out_fd, data, pollable=out_poll)
+        except OSError:  # EPIPE: the client closed its end and is gone: serving ends
+            closing = True
+            tg.cancel_scope.cancel()
         finally:
             written.set()
 

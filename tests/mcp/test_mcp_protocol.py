@@ -7,9 +7,11 @@ which notifies only the resource URIs a client subscribed to, as the spec asks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -214,14 +216,20 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
 class _Lines:
     """A proxy subprocess driven line by line over raw JSON-RPC (no SDK client)."""
 
-    def __init__(self, tmp_path: Path, *upstream: str, timeout: float = 600) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *upstream: str,
+        timeout: float = 600,
+        stderr: int = subprocess.DEVNULL,
+    ) -> None:
         command = [sys.executable, "-m", "spillstore.mcp", "proxy", "--dir", str(tmp_path)]
         command += ["--max-bytes", "20000", "--timeout", str(timeout), "--", *upstream]
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
             cwd=ROOT,
         )
 
@@ -286,6 +294,31 @@ def test_small_results_are_forwarded_as_the_upstream_wrote_them(tmp_path: Path) 
         assert odd["id"] == 3 and "[content dropped" in json.dumps(odd)
     finally:
         proxy.close()
+
+
+def test_a_client_that_closed_its_end_is_gone_not_an_upstream_failure(tmp_path: Path) -> None:
+    """Answers that cannot be written because the client closed its end of the pipe end
+    there: the upstream connection is not torn down as failed (nor restarted), and the
+    proxy ends quietly with status 0 (it exited with a traceback and status 1 when an
+    answer of the SDK path met the closed pipe)."""
+    proxy = _Lines(tmp_path, *RAW, stderr=subprocess.PIPE)
+    proxy.handshake()
+    assert proxy.process.stdout is not None and proxy.process.stdin is not None
+    proxy.process.stdout.close()
+    for number in range(3):
+        call = {"name": "echo", "arguments": {"text": f"call {number}"}}
+        proxy.send({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call})
+    time.sleep(1.0)  # the answers come back and meet the closed pipe
+    with contextlib.suppress(BrokenPipeError):  # the proxy may have ended already
+        proxy.send({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})  # the SDK path
+        time.sleep(1.0)
+        proxy.process.stdin.close()
+    assert proxy.process.wait(timeout=30) == 0
+    assert proxy.process.stderr is not None
+    with proxy.process.stderr:
+        err = proxy.process.stderr.read().decode()
+    assert "upstream connection failed" not in err and "restarting" not in err, err
+    assert "Traceback" not in err, err
 
 
 def test_a_crash_during_a_direct_call_is_an_error_result_and_the_next_call_restarts(
