@@ -3,7 +3,8 @@
 :func:`read` takes a :class:`Snapshot` (the bytes as read, the text, its mode);
 :func:`write` replaces the file with new text only if it still holds exactly those
 bytes, through a temporary file in the same directory and an atomic rename, with the
-file's mode kept (0600 for a new file: configs hold tokens). A config reached through a
+file's mode kept (0600 for a new file: configs hold tokens), and its owner and group
+where this process may set them. A config reached through a
 symlink is written at the link's target, so the link stays. A UTF-8 byte-order mark is
 kept. Nothing is written when the text did not change.
 
@@ -92,7 +93,8 @@ def write(snapshot: Snapshot, text: str) -> bool:
     where = str(snapshot.path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        mode = stat.S_IMODE(target.stat().st_mode) if snapshot.data is not None else 0o600
+        old = target.stat() if snapshot.data is not None else None
+        mode = stat.S_IMODE(old.st_mode) if old is not None else 0o600
         handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise ClientConfigError(
@@ -104,6 +106,8 @@ def write(snapshot: Snapshot, text: str) -> bool:
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temp, mode)
+        if old is not None and hasattr(os, "chown"):
+            _keep_owner(temp, old)
         if _current(target) != snapshot.data:
             raise ClientConfigError(
                 f"{where}: changed since it was read; nothing written (run the command again)",
@@ -118,6 +122,15 @@ def write(snapshot: Snapshot, text: str) -> bool:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
     return True
+
+
+def _keep_owner(temp: str, old: os.stat_result) -> None:
+    """Give the new file the old one's owner and group (``sudo spillstore install`` must
+    not leave a user's config owned by root, where the client cannot read it); an owner
+    this process may not set is left as it is."""
+    if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(OSError):
+            os.chown(temp, old.st_uid, old.st_gid)
 
 
 def _read_regular(target: Path) -> bytes | None:

@@ -606,3 +606,20 @@ def test_add_refuses_a_name_that_is_blank_or_holds_control_characters(
     assert code == 2
     assert out.count("\n") == 1 and "a server name must be visible text" in out
     assert not config.exists()
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away"
+)
+def test_an_edit_by_root_keeps_the_configs_owner(project: Path, cli: Cli) -> None:
+    """``sudo spillstore install`` keeps the config's owner and group (the edit used to
+    leave it owned by root, mode 0600: unreadable by the client it configures)."""
+    os.chown(project, 65534, 65534)
+    project.chmod(0o600)
+    code, _ = cli("install", "claude-code", "--scope", "project", "--all")
+    assert code == 0
+    after = project.stat()
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (65534, 65534, 0o600)
+    code, _ = cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert code == 0
+    assert (project.stat().st_uid, project.read_text(encoding="utf-8")) == (65534, CONFIG)
