@@ -197,8 +197,12 @@ def _report(ctx: typer.Context, command: str, dry_run: bool, rows: list[dict[str
         write(f"{row['client']} ({row['scope']}): {printable(str(row['path']))}\n")
         if not row["exists"] and not row["servers"]:
             write("  no such file\n")
-        elif not row["servers"]:
-            write("  no servers\n")
+        elif not row["servers"]:  # uninstall lists only the servers it acts on
+            write(
+                "  no servers wrapped by spillstore\n"
+                if command == "uninstall"
+                else "  no servers\n"
+            )
         for server in row["servers"]:
             name = printable(server["name"])
             if server["action"] == "seen":

@@ -623,3 +623,12 @@ def test_an_edit_by_root_keeps_the_configs_owner(project: Path, cli: Cli) -> Non
     code, _ = cli("uninstall", "claude-code", "--scope", "project", "--all")
     assert code == 0
     assert (project.stat().st_uid, project.read_text(encoding="utf-8")) == (65534, CONFIG)
+
+
+def test_uninstall_all_with_nothing_wrapped_says_so(project: Path, cli: Cli) -> None:
+    """``uninstall --all`` on a file whose servers are not wrapped says that none is
+    wrapped (it said "no servers" about a file full of them), and changes nothing."""
+    code, out = cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert code == 0
+    assert out.endswith(f"{project}\n  no servers wrapped by spillstore\n")
+    assert project.read_text(encoding="utf-8") == CONFIG
