@@ -10,8 +10,8 @@ way the SDK does: while it serves, fd 0 reads ``/dev/null`` and fd 1 writes to s
 a stray ``print`` or a child process cannot corrupt the protocol stream; both are restored
 on exit, with their original blocking modes. A line that is not a readable JSON-RPC
 message is answered here (:func:`unreadable_answer`: ``-32700`` or ``-32600``), as the
-spec asks, instead of being dropped silently. A client that closes its end of stdout is gone: an
-answer that meets the closed pipe ends serving quietly.
+spec asks, instead of being dropped silently. A client that closes its end of stdout is
+gone: an answer that meets the closed pipe ends serving quietly.
 """
 
 from __future__ import annotations
