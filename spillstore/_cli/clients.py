@@ -154,7 +154,8 @@ def _names(servers: list[str] | None, every: bool) -> list[str] | None:
 def _proxy_options(max_bytes: str | None, store: str | None) -> ProxyOptions:
     """The proxy's options to write into entries, checked now as the proxy will check
     them: a bad one would otherwise show only when the client starts the server, as a
-    server that fails to start. A store path is not opened here (that would make it)."""
+    server that fails to start. A store path is not opened here (that would make it); a
+    relative one is made absolute (``~`` is left for the proxy to expand)."""
     from spillstore._settings import Settings  # noqa: PLC0415 - cheap start-up
     from spillstore._stores.url import open_store_url  # noqa: PLC0415
 
@@ -169,6 +170,8 @@ def _proxy_options(max_bytes: str | None, store: str | None) -> ProxyOptions:
             open_store_url(store)
     except ConfigError as exc:
         fail(f"--store {store}: {exc}", EXIT_USAGE)
+    if store is not None and not sep and not store.startswith("~"):
+        store = os.path.abspath(store)  # the client starts the server in a cwd of its own
     return ProxyOptions(max_bytes=max_bytes, store=store)
 
 

@@ -632,3 +632,18 @@ def test_uninstall_all_with_nothing_wrapped_says_so(project: Path, cli: Cli) -> 
     assert code == 0
     assert out.endswith(f"{project}\n  no servers wrapped by spillstore\n")
     assert project.read_text(encoding="utf-8") == CONFIG
+
+
+def test_a_relative_store_path_is_written_absolute(project: Path, cli: Cli) -> None:
+    """``install --store ./spills`` writes the absolute path (the client starts the server
+    in a working directory of its own, where ``./spills`` means something else); ``~``
+    paths and URLs are written as given."""
+    code, out = cli("install", "claude-code", "--scope", "project", "-s", "git", "--store", "./sp")
+    assert code == 0, out
+    args = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    git = args["mcpServers"]["git"]["args"]
+    assert git[git.index("--store") + 1] == str(project.parent / "sp")
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    code, _ = cli("install", "claude-code", "--scope", "project", "-s", "git", "--store", "~/sp")
+    assert code == 0
+    assert '"--store", "~/sp"' in project.read_text(encoding="utf-8")
