@@ -250,7 +250,19 @@ class TomlFormat(Format):
                 raise ClientConfigError(
                     f"a backup of {name!r} is not TOML: {exc}", path=name
                 ) from exc
-        return match_newlines(text, doc.as_string())
+        result = match_newlines(text, doc.as_string())
+        if values and _headers(result) != _headers(text):
+            raise ClientConfigError(
+                f"this file's tables cannot stay in their order through the edit (a "
+                f"[{self.table}.NAME] table between the parts of an array of tables?); "
+                f"nothing written",
+                path=next(iter(values)),
+            )
+        if originals and not values:
+            exact = _exact_restore(text, self._servers(self._parse(text)), originals)
+            if exact is not None and _plain(self._parse(exact)) == _plain(self._parse(result)):
+                return exact  # the same values, and each table's own text (comments, order)
+        return result
 
     def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
         doc = self._parse(text)
@@ -290,6 +302,25 @@ def _restore(servers: Any, name: str, entry: Any, original: str) -> None:
     for key, item in keep.body:
         if key is not None and not _headed(key, item):
             entry.append(key, item)  # the Key object: its quoting and spacing come back
+
+
+def _headers(text: str) -> list[str]:
+    """The table headers of a TOML text, in order."""
+    return [line.strip() for line in text.splitlines() if line.lstrip().startswith("[")]
+
+
+def _exact_restore(text: str, servers: Any, originals: Mapping[str, str]) -> str | None:
+    """``text`` with each table entry's current text replaced by its original text, when
+    each is found exactly once (None: an inline table, or not found once)."""
+    for name, original in originals.items():
+        entry = servers[name]
+        if not isinstance(entry, tomlkit.items.Table):
+            return None
+        current = entry.as_string()
+        if not current or text.count(current) != 1:
+            return None
+        text = text.replace(current, original)
+    return text
 
 
 def _headed(key: Any, item: Any) -> bool:

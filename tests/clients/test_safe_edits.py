@@ -647,3 +647,32 @@ def test_a_relative_store_path_is_written_absolute(project: Path, cli: Cli) -> N
     code, _ = cli("install", "claude-code", "--scope", "project", "-s", "git", "--store", "~/sp")
     assert code == 0
     assert '"--store", "~/sp"' in project.read_text(encoding="utf-8")
+
+
+def test_a_toml_server_with_a_trailing_comment_uninstalls_byte_for_byte(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A comment after a Codex server's last key, and a quoted unicode name, come back in
+    place: uninstall puts the table's own text back (its values checked against the
+    key-by-key restore), so "as it was" is true to the byte."""
+    text = '[mcp_servers."é 😀"]\ncommand = "z"\nstartup_timeout_sec = 20\n# trailing comment\n'
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, _ = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 0
+    code, out = cli("uninstall", "codex", "--all", "--config", str(config))
+    assert code == 0 and "as it was" in out
+    assert config.read_text(encoding="utf-8") == text
+
+
+def test_a_toml_edit_that_would_move_tables_is_refused(tmp_path: Path, cli: Cli) -> None:
+    """A ``[mcp_servers.NAME]`` table between the parts of an array of tables would be
+    moved to the end by the edit (and uninstall could not move it back): install refuses
+    in one line and writes nothing."""
+    text = '[[profiles]]\nname = "a"\n[mcp_servers.g]\ncommand = "g"\n[[profiles]]\nname = "b"\n'
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, out = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 1 and out.count("\n") == 1
+    assert "cannot stay in their order" in out
+    assert config.read_text(encoding="utf-8") == text
