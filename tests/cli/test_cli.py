@@ -596,7 +596,7 @@ def test_run_without_a_terminal_passes_an_interrupt_on_and_saves_the_output(
     )
     assert proc.stdout is not None
     try:
-        time.sleep(2.0)  # the command is running and printing
+        time.sleep(3.0)  # the command is running and printing (its start may be slow)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
     finally:
