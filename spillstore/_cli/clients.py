@@ -49,7 +49,7 @@ from spillstore._cli.options import (
     optional,
     takes_global_options,
 )
-from spillstore._cli.output import emit_json, write
+from spillstore._cli.output import emit_json, printable, write
 from spillstore._clients import files, ops
 from spillstore._clients.errors import ClientConfigError
 from spillstore._clients.formats import Format
@@ -154,7 +154,8 @@ def _names(servers: list[str] | None, every: bool) -> list[str] | None:
 def _proxy_options(max_bytes: str | None, store: str | None) -> ProxyOptions:
     """The proxy's options to write into entries, checked now as the proxy will check
     them: a bad one would otherwise show only when the client starts the server, as a
-    server that fails to start. A store path is not opened here (that would make it)."""
+    server that fails to start. A store path is not opened here (that would make it); a
+    relative one is made absolute (``~`` is left for the proxy to expand)."""
     from spillstore._settings import Settings  # noqa: PLC0415 - cheap start-up
     from spillstore._stores.url import open_store_url  # noqa: PLC0415
 
@@ -169,6 +170,8 @@ def _proxy_options(max_bytes: str | None, store: str | None) -> ProxyOptions:
             open_store_url(store)
     except ConfigError as exc:
         fail(f"--store {store}: {exc}", EXIT_USAGE)
+    if store is not None and not sep and not store.startswith("~"):
+        store = os.path.abspath(store)  # the client starts the server in a cwd of its own
     return ProxyOptions(max_bytes=max_bytes, store=store)
 
 
@@ -193,20 +196,25 @@ def _report(ctx: typer.Context, command: str, dry_run: bool, rows: list[dict[str
     if global_options(ctx).json:
         emit_json({"command": command, "dry_run": dry_run, "files": rows})
         return
-    for row in rows:
-        write(f"{row['client']} ({row['scope']}): {row['path']}\n")
+    for row in rows:  # names, commands and paths come from the file: printable only
+        write(f"{row['client']} ({row['scope']}): {printable(str(row['path']))}\n")
         if not row["exists"] and not row["servers"]:
             write("  no such file\n")
-        elif not row["servers"]:
-            write("  no servers\n")
+        elif not row["servers"]:  # uninstall lists only the servers it acts on
+            write(
+                "  no servers wrapped by spillstore\n"
+                if command == "uninstall"
+                else "  no servers\n"
+            )
         for server in row["servers"]:
+            name = printable(server["name"])
             if server["action"] == "seen":
-                write(f"  {server['name']}: {server['detail']}\n")
+                write(f"  {name}: {printable(server['detail'])}\n")
             else:
-                detail = f" - {server['detail']}" if server["detail"] else ""
-                write(f"  {server['name']}: {server['action']}{detail}\n")
+                detail = f" - {printable(server['detail'])}" if server["detail"] else ""
+                write(f"  {name}: {server['action']}{detail}\n")
         if row.get("diff"):
-            write(row["diff"])
+            write(printable(row["diff"], keep="\t\n"))
 
 
 def _row(target: _Target, snapshot: files.Snapshot, changes: list[ops.Change]) -> dict[str, Any]:
@@ -348,6 +356,12 @@ def add_command(
         fail("give the server as -- CMD [ARGS...] or as --url URL", EXIT_USAGE)
     if not url and (sse or header):
         fail("--sse and --header go with --url", EXIT_USAGE)
+    if not name.strip() or printable(name) != name:
+        fail(
+            f"NAME: a server name must be visible text, without control characters or line"
+            f" breaks; got {printable(name)!r}",
+            EXIT_USAGE,
+        )
     try:
         headers = dict(split_header(text) for text in header or [])
     except ConfigError as exc:

@@ -8,6 +8,7 @@ are only ever added. The schemas are documented in :mod:`spillstore._cli.app`.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ __all__ = [
     "iso",
     "one_line",
     "print_report",
+    "printable",
     "quiet_stdout",
     "record",
     "table",
@@ -110,9 +112,28 @@ def is_tty(stream: object) -> bool:
         return False
 
 
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, *, keep: str = "") -> str:
+    """``text`` safe to print on a terminal: control characters (C0, DEL, C1), line and
+    paragraph separators and bidirectional overrides written as ``\\xNN``/``\\uNNNN``
+    (except those in ``keep``), so a hostile config cannot forge lines, retitle the
+    terminal or reorder what is shown."""
+
+    def escaped(found: re.Match[str]) -> str:
+        char = found.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _CONTROLS.sub(escaped, text)
+
+
 def one_line(message: str) -> str:
-    """Fold a message onto one line."""
-    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    """Fold a message onto one line, printable (:func:`printable`)."""
+    return printable("; ".join(part.strip() for part in message.splitlines() if part.strip()))
 
 
 def describe(exc: BaseException) -> str:
@@ -162,11 +183,14 @@ def table(
     Widths are terminal cells as rich measures them (``rich.cells.cell_len``: a wide
     character takes two), and each line is stripped on the right. rich's ``Table`` draws
     the same columns but spends about 0.55 ms a row (benchmarks/RESULTS.md, "Layout"),
-    which made ``ls`` of 3,000 spills 5x slower; this costs microseconds a row.
+    which made ``ls`` of 3,000 spills 5x slower; this costs microseconds a row. Cells
+    are made :func:`printable` (a tool name or first line may hold escape sequences).
     """
     from rich.cells import cell_len  # noqa: PLC0415 - only the commands that print tables
 
-    lines = ([list(header)] if header is not None else []) + [list(row) for row in rows]
+    lines = ([list(header)] if header is not None else []) + [
+        [printable(cell) for cell in row] for row in rows
+    ]
     if not lines:
         return ""
     sizes = [[cell_len(cell) for cell in line] for line in lines]

@@ -4,13 +4,15 @@ The command starts without a shell, with stdout and stderr on **one pipe**; the 
 read :data:`READ_CHUNK_BYTES` at a time (at most) into the service's
 :class:`~spillstore.OutputAccumulator` (memory stays flat whatever the output size). A
 first Ctrl-C is left to the command (the terminal sends it to both); a second one kills
-it. On a terminal, rich's :class:`~rich.progress.Progress` shows a line on stderr while
+it; an interrupt sent to spillstore alone (no terminal's foreground group) is passed on.
+On a terminal, rich's :class:`~rich.progress.Progress` shows a line on stderr while
 a large output streams.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -69,6 +71,8 @@ __all__ = [
     "app",
     "stream",
 ]
+
+log = logging.getLogger("spillstore")
 
 READ_CHUNK_BYTES = 256 * 1024
 """``run`` reads the command's pipe up to this many bytes at a time.
@@ -138,7 +142,11 @@ def run(
         fail("run: no command given; usage: spillstore run [OPTIONS] -- CMD [ARGS]...", EXIT_USAGE)
     with store_errors():
         chosen = _run_settings(ctx, max_bytes, retain)
-        store = open_store(chosen, ctx)
+        # A store that fails to open (a full disk) still lets the command run: its
+        # output then gets the "NOT saved" preview.
+        from spillstore._stores.unavailable import unavailable_on_failure  # noqa: PLC0415
+
+        store = unavailable_on_failure(lambda: open_store(chosen, ctx), log)
     name = tool_name if tool_name is not None else os.path.basename(argv[0]) or "run"
     outcome = stream(argv, chosen, store, tool_name=name, tool_call_id=call_id)
     try:
@@ -352,7 +360,10 @@ def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     """While the command runs: leave Ctrl-C to it, forward TERM/HUP, kill on a 2nd Ctrl-C.
 
     The terminal sends Ctrl-C to the whole foreground group, so the command already has
-    it; spillstore keeps reading so that what the command printed is still saved.
+    it; spillstore keeps reading so that what the command printed is still saved. An
+    interrupt that cannot have come from a terminal (spillstore is not in a terminal's
+    foreground group: a harness or ``kill -INT`` sent it to spillstore alone) is passed
+    on to the command.
     """
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
@@ -370,6 +381,8 @@ def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
             interrupts += 1
             if interrupts >= 2:
                 proc.kill()
+            elif not _in_terminal_foreground():
+                proc.send_signal(signum)
         else:
             proc.send_signal(signum)
 
@@ -380,6 +393,16 @@ def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _in_terminal_foreground() -> bool:
+    """Whether this process is in the foreground group of the terminal on fd 0, 1 or 2
+    (where a terminal's Ctrl-C reaches the whole group)."""
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+    return False
 
 
 def _status(returncode: int) -> tuple[str, int]:

@@ -3,7 +3,8 @@
 :func:`read` takes a :class:`Snapshot` (the bytes as read, the text, its mode);
 :func:`write` replaces the file with new text only if it still holds exactly those
 bytes, through a temporary file in the same directory and an atomic rename, with the
-file's mode kept (0600 for a new file: configs hold tokens). A config reached through a
+file's mode kept (0600 for a new file: configs hold tokens), and its owner and group
+where this process may set them. A config reached through a
 symlink is written at the link's target, so the link stays. A UTF-8 byte-order mark is
 kept. Nothing is written when the text did not change.
 
@@ -52,13 +53,15 @@ def read(path: Path) -> Snapshot:
     """
     target = Path(os.path.realpath(path))
     try:
-        data = target.read_bytes()
+        data = _read_regular(target)
     except FileNotFoundError:
         return Snapshot(path, target, None, "", bom=False)
     except OSError as exc:
         raise ClientConfigError(
             f"{path}: cannot read: {exc.strerror or exc}", path=str(path)
         ) from exc
+    if data is None:
+        raise ClientConfigError(f"{path}: not a regular file", path=str(path))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -90,7 +93,8 @@ def write(snapshot: Snapshot, text: str) -> bool:
     where = str(snapshot.path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        mode = stat.S_IMODE(target.stat().st_mode) if snapshot.data is not None else 0o600
+        old = target.stat() if snapshot.data is not None else None
+        mode = stat.S_IMODE(old.st_mode) if old is not None else 0o600
         handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise ClientConfigError(
@@ -102,6 +106,8 @@ def write(snapshot: Snapshot, text: str) -> bool:
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temp, mode)
+        if old is not None and hasattr(os, "chown"):
+            _keep_owner(temp, old)
         if _current(target) != snapshot.data:
             raise ClientConfigError(
                 f"{where}: changed since it was read; nothing written (run the command again)",
@@ -118,9 +124,30 @@ def write(snapshot: Snapshot, text: str) -> bool:
     return True
 
 
+def _keep_owner(temp: str, old: os.stat_result) -> None:
+    """Give the new file the old one's owner and group (``sudo spillstore install`` must
+    not leave a user's config owned by root, where the client cannot read it); an owner
+    this process may not set is left as it is."""
+    if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(OSError):
+            os.chown(temp, old.st_uid, old.st_gid)
+
+
+def _read_regular(target: Path) -> bytes | None:
+    """The bytes of a regular file; None for anything else (a FIFO, a device, a
+    socket), which is never opened (opening a FIFO blocks until a writer comes).
+
+    Raises:
+        OSError: it cannot be read (``FileNotFoundError``: no such file).
+    """
+    if not stat.S_ISREG(target.stat().st_mode):
+        return None
+    return target.read_bytes()
+
+
 def _current(target: Path) -> bytes | None:
     try:
-        return target.read_bytes()
+        return _read_regular(target)
     except FileNotFoundError:
         return None
 

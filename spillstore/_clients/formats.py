@@ -213,7 +213,21 @@ class TomlFormat(Format):
 
     def entry_texts(self, text: str, names: Iterable[str]) -> dict[str, str]:
         servers = self._servers(self._parse(text))
-        return {name: str(servers[name].as_string()) for name in names}
+        return {name: str(self._entry(servers, name).as_string()) for name in names}
+
+    def _entry(self, servers: Any, name: str) -> Any:
+        """The server ``name``, if it can be edited in place: an inline table, or one
+        ``[TABLE.NAME]`` table (not dotted keys, not split around another table)."""
+        entry = servers[name]
+        if isinstance(entry, tomlkit.items.InlineTable) or (
+            isinstance(entry, tomlkit.items.Table) and not entry.is_super_table()
+        ):
+            return entry
+        raise ClientConfigError(
+            f"server {name!r} is written in dotted keys or split in pieces; spillstore edits"
+            f" only a [{self.table}.{name}] table or an inline table: write it as one",
+            path=name,
+        )
 
     def edit(
         self, text: str, values: Mapping[str, dict[str, Any]], originals: Mapping[str, str]
@@ -221,7 +235,7 @@ class TomlFormat(Format):
         doc = self._parse(text)
         servers = self._servers(doc)
         for name, value in values.items():
-            entry = servers[name]
+            entry = self._entry(servers, name)
             old = _plain(entry)
             for key in old:
                 if key not in value:
@@ -231,12 +245,24 @@ class TomlFormat(Format):
                     entry[key] = _toml_item(item, entry.get(key))
         for name, original in originals.items():
             try:
-                _restore(servers, name, original)
+                _restore(servers, name, self._entry(servers, name), original)
             except tomlkit.exceptions.TOMLKitError as exc:
                 raise ClientConfigError(
                     f"a backup of {name!r} is not TOML: {exc}", path=name
                 ) from exc
-        return match_newlines(text, doc.as_string())
+        result = match_newlines(text, doc.as_string())
+        if values and _headers(result) != _headers(text):
+            raise ClientConfigError(
+                f"this file's tables cannot stay in their order through the edit (a "
+                f"[{self.table}.NAME] table between the parts of an array of tables?); "
+                f"nothing written",
+                path=next(iter(values)),
+            )
+        if originals and not values:
+            exact = _exact_restore(text, self._servers(self._parse(text)), originals)
+            if exact is not None and _plain(self._parse(exact)) == _plain(self._parse(result)):
+                return exact  # the same values, and each table's own text (comments, order)
+        return result
 
     def add_entry(self, text: str, name: str, value: dict[str, Any]) -> str:
         doc = self._parse(text)
@@ -263,19 +289,43 @@ def _toml_item(value: Any, current: Any) -> Any:
     return value
 
 
-def _restore(servers: Any, name: str, original: str) -> None:
-    """Put back a TOML entry's original text: an inline table whole; a table's own keys
-    (its sub-tables, such as ``[mcp_servers.NAME.env]``, were never touched)."""
-    entry = servers[name]
+def _restore(servers: Any, name: str, entry: Any, original: str) -> None:
+    """Put back a TOML entry's original text: an inline table whole; a table's own keys,
+    dotted ones (``env.K = ...``) included, in their order (its sub-tables with a header
+    of their own, such as ``[mcp_servers.NAME.env]``, were never touched)."""
     if isinstance(entry, tomlkit.items.InlineTable):
         servers[name] = tomlkit.parse(f"x = {original}")["x"]
         return
     keep = tomlkit.parse(original)
-    for key in [k for k, v in entry.items() if not isinstance(v, tomlkit.items.Table)]:
+    for key in [k for k, v in entry.value.body if k is not None and not _headed(k, v)]:
         del entry[key]
     for key, item in keep.body:
-        if key is not None and not isinstance(item, tomlkit.items.Table):
+        if key is not None and not _headed(key, item):
             entry.append(key, item)  # the Key object: its quoting and spacing come back
+
+
+def _headers(text: str) -> list[str]:
+    """The table headers of a TOML text, in order."""
+    return [line.strip() for line in text.splitlines() if line.lstrip().startswith("[")]
+
+
+def _exact_restore(text: str, servers: Any, originals: Mapping[str, str]) -> str | None:
+    """``text`` with each table entry's current text replaced by its original text, when
+    each is found exactly once (None: an inline table, or not found once)."""
+    for name, original in originals.items():
+        entry = servers[name]
+        if not isinstance(entry, tomlkit.items.Table):
+            return None
+        current = entry.as_string()
+        if not current or text.count(current) != 1:
+            return None
+        text = text.replace(current, original)
+    return text
+
+
+def _headed(key: Any, item: Any) -> bool:
+    """Whether a table's item is a sub-table under a header of its own."""
+    return isinstance(item, tomlkit.items.Table) and not key.is_dotted()
 
 
 def _plain(item: Any) -> Any:

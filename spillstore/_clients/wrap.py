@@ -13,8 +13,9 @@ and environment (same values; the formatting may differ).
 
 What cannot be wrapped comes back as a :class:`Skip` with the reason: an entry already
 wrapped (by spillstore or by another capping proxy), a remote server that signs in
-through the client (OAuth, Codex's token variables: the proxy cannot), headers that are
-not name/text pairs, an entry with neither a command nor a URL.
+through the client (OAuth, Codex's token variables: the proxy cannot), a URL whose scheme
+is not http(s) (``ws://``), headers that are not name/text pairs, an entry with neither a
+command nor a URL.
 
 Pure: no I/O.
 """
@@ -282,6 +283,9 @@ def wrap(
     if remote is None:
         return Skip("neither a command nor a URL")
     key, url, sse = remote
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", url)
+    if scheme is not None and scheme.group(1).lower() not in ("http", "https"):
+        return Skip(f"its URL is {scheme.group(1)}://, and the proxy speaks only http(s)")
     signs_in = [k for k in _SIGN_IN_KEYS if entry.get(k)]
     if signs_in:
         return Skip(f"signs in through the client ({signs_in[0]}), which the proxy cannot do")

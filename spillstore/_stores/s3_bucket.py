@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import obstore
 from obstore.exceptions import (
@@ -46,9 +47,12 @@ __all__ = [
     "Bucket",
     "ObjectStore",
     "Sidecar",
+    "check_endpoint",
     "check_key",
+    "check_printable",
     "describe",
     "fan_out",
+    "is_panic",
     "put_new",
     "s3_errors",
     "validate_prefix",
@@ -137,6 +141,31 @@ def describe(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def check_endpoint(endpoint: str | None) -> None:
+    """Refuse an S3 endpoint obstore cannot use: not ``http(s)://HOST[:PORT][/PATH]``,
+    spaces or control characters, a port out of range. (obstore panics on these at the
+    first request, a Rust panic that is not an ``Exception``.)
+
+    Raises:
+        ConfigError: naming the endpoint.
+    """
+    if endpoint is None:
+        return
+    why = None
+    try:
+        parts = urlsplit(endpoint)
+        parts.port  # noqa: B018 - raises ValueError when out of range
+    except ValueError as exc:
+        why = str(exc)
+    else:
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            why = "it must be http(s)://HOST[:PORT]"
+        elif any(char.isspace() or not char.isprintable() for char in endpoint):
+            why = "it holds spaces or control characters"
+    if why is not None:
+        raise ConfigError(f"invalid S3 endpoint {endpoint!r}: {why}", field="s3_endpoint")
+
+
 @contextlib.contextmanager
 def s3_errors(action: str, *, writing: bool = False) -> Iterator[None]:
     """Translate obstore and network errors into one :class:`StoreError`, chained.
@@ -158,6 +187,27 @@ def s3_errors(action: str, *, writing: bool = False) -> Iterator[None]:
         denied = isinstance(exc, PermissionDeniedError | UnauthenticatedError | PermissionError)
         code = errno.EACCES if denied else errno.EIO
         raise StoreError(code, f"{action}: {describe(exc)}") from exc
+    except BaseException as exc:
+        if not is_panic(exc):
+            raise
+        raise StoreError(errno.EIO, f"{action}: obstore failed: {exc}") from exc
+
+
+def is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is pyo3's ``PanicException`` (obstore's Rust code panicked): a
+    ``BaseException``, so ``except Exception`` lets it through."""
+    return type(exc).__name__ == "PanicException"
+
+
+def check_printable(what: str, value: str | None) -> None:
+    """Refuse a bucket, region or credential holding spaces or control characters
+    (obstore panics on them in a request header or URI).
+
+    Raises:
+        ConfigError: naming ``what`` (never the value: it may be a secret).
+    """
+    if value is not None and any(c.isspace() or not c.isprintable() for c in value):
+        raise ConfigError(f"invalid S3 {what}: it holds spaces or control characters")
 
 
 # --------------------------------------------------------------------------- objects

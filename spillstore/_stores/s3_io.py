@@ -25,7 +25,7 @@ from obstore.exceptions import AlreadyExistsError, BaseError
 from spillstore._errors import SpillstoreError, StoreError
 from spillstore._stores.backend import MappedReader
 from spillstore._stores.meta import SpillMeta
-from spillstore._stores.s3_bucket import Bucket, Sidecar, describe, put_new, s3_errors
+from spillstore._stores.s3_bucket import Bucket, Sidecar, describe, is_panic, put_new, s3_errors
 from spillstore._stores.writer import Sink
 
 if TYPE_CHECKING:
@@ -227,14 +227,18 @@ class S3Sink(Sink):
         if writer is not None:
             try:
                 writer.__exit__(StoreError, None, None)  # aborts the multipart upload
-            except (BaseError, OSError) as exc:
+            except BaseException as exc:
+                if not (isinstance(exc, BaseError | OSError) or is_panic(exc)):
+                    raise
                 logger.debug("aborting the upload of %s failed: %s", self._data_key, exc)
         if not self._started or self._keep:
             return
         self._started = False
         try:
             obstore.delete(self._bucket.objects, [self._data_key, self._index_key])
-        except (BaseError, OSError) as exc:
+        except BaseException as exc:
+            if not (isinstance(exc, BaseError | OSError) or is_panic(exc)):
+                raise
             logger.warning(
                 "could not remove %s of a failed spill (gc removes it later): %s",
                 self._data_key,

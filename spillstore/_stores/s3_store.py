@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import datetime
 import json
 import logging
+import os
 import re
 import secrets
 import time
@@ -35,6 +37,8 @@ from spillstore._stores.s3_bucket import (
     IDS,
     Bucket,
     ObjectStore,
+    check_endpoint,
+    check_printable,
     describe,
     fan_out,
     s3_errors,
@@ -48,8 +52,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLEANER_LEASE_SECONDS",
+    "CONNECT_TIMEOUT",
     "DEFAULT_PREFIX",
     "PART_BYTES",
+    "RETRIES",
+    "RETRY_SECONDS",
     "TOMBSTONE_TTL_SECONDS",
     "UPLOAD_CONCURRENCY",
     "S3Store",
@@ -69,6 +76,18 @@ UPLOAD_CONCURRENCY: Final = 2
 
 TOMBSTONE_TTL_SECONDS: Final = 7 * 24 * 3600.0
 """How long a removed spill's id is remembered (``gc`` prunes older tombstones)."""
+
+RETRIES: Final = 3
+"""Default retries of a failed request (5xx, connection errors, timeouts), within
+:data:`RETRY_SECONDS` (obstore's own default, 10 within 3 minutes, held a tool call
+for minutes when the endpoint stopped answering)."""
+
+RETRY_SECONDS: Final = 20.0
+"""Default time after a request's first attempt past which it is not retried."""
+
+CONNECT_TIMEOUT: Final = "5s"
+"""Default timeout of the connect phase (each request's whole timeout stays obstore's
+30 s)."""
 
 CLEANER_LEASE_SECONDS: Final = 600.0
 """A cleaner's lock lapses this long after it was taken (a crashed cleaner's lock is
@@ -94,9 +113,11 @@ class S3Store(Store):
         config: further obstore ``S3Config`` keys (credentials, ``virtual_hosted_style_
             request``, ...); by default credentials come from the usual ``AWS_*``
             environment variables, a profile's web identity, or the instance metadata.
-        client_options: obstore ``ClientConfig`` (timeouts, proxy, ``allow_http``).
-        retry_config: obstore ``RetryConfig`` (5xx and network errors are retried,
-            10 times within 3 minutes by default).
+        client_options: obstore ``ClientConfig`` (timeouts, proxy, ``allow_http``;
+            ``connect_timeout`` defaults to :data:`CONNECT_TIMEOUT`).
+        retry_config: obstore ``RetryConfig`` (5xx and network errors are retried;
+            default :data:`RETRIES` times within :data:`RETRY_SECONDS`, so a dead
+            endpoint costs a tool call about a minute at most, not several).
         credential_provider: an obstore credential callback (e.g. boto3 sessions).
         clock: epoch seconds, for ``created_at``, ``gc`` and the cleaner's lease.
         retention_bytes: default retention cap (None: keep everything).
@@ -138,11 +159,28 @@ class S3Store(Store):
         self._bucket_name = bucket
         prefix = validate_prefix(prefix)
         options: dict[str, Any] = dict(client_options or {})
+        options.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        if retry_config is None:
+            retry_config = {
+                "max_retries": RETRIES,
+                "retry_timeout": datetime.timedelta(seconds=RETRY_SECONDS),
+            }
         if endpoint is not None and endpoint.startswith("http://"):
             options.setdefault("allow_http", True)
         settings: dict[str, Any] = dict(config or {})
         if endpoint is not None:
             settings["endpoint"] = endpoint
+        check_printable("bucket", bucket)
+        check_printable("region", region or settings.get("region") or os.environ.get("AWS_REGION"))
+        for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            check_printable(f"credential ${variable}", os.environ.get(variable))
+        check_endpoint(
+            settings.get("endpoint")
+            or settings.get("aws_endpoint")
+            or settings.get("aws_endpoint_url")
+            or os.environ.get("AWS_ENDPOINT_URL")
+            or os.environ.get("AWS_ENDPOINT")
+        )
         if region is not None:
             settings["region"] = region
         try:

@@ -65,7 +65,7 @@ def _bad(url: str, why: str) -> ConfigError:
 
 def _local_path(url: str) -> str:
     """The directory a ``PATH`` or ``file://`` URL names, ``~`` expanded."""
-    if not url.startswith("file://"):
+    if not url.lower().startswith("file://"):
         return os.path.expanduser(url)
     parts = urlsplit(url)
     if parts.query or parts.fragment:
@@ -76,6 +76,8 @@ def _local_path(url: str) -> str:
         path = unquote(parts.path)
     else:
         raise _bad(url, f"a file:// URL names a local path, not the host {parts.netloc!r}")
+    if "\0" in path:
+        raise _bad(url, "a path cannot hold a NUL byte (%00)")
     path = os.path.expanduser(path)
     if not os.path.isabs(path):
         raise _bad(url, "a file:// URL needs an absolute path (file:///var/spill)")
@@ -109,7 +111,7 @@ def open_store_url(
     if not isinstance(url, str) or not url.strip() or "\0" in url:
         raise _bad(str(url), "must be a non-empty path or URL")
     scheme, sep, rest = url.partition("://")
-    if not sep or scheme == "file":
+    if not sep or scheme.lower() == "file":
         from spillstore._stores.local import LocalStore  # noqa: PLC0415 - only when used
 
         return LocalStore(_local_path(url), force_root=force_root)

@@ -39,7 +39,7 @@ import logging
 from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -61,9 +61,10 @@ from spillstore.mcp.transport import (
 from spillstore.mcp.upstream import Connection
 
 if TYPE_CHECKING:
-    from spillstore.mcp.proxy import SpillProxy
+    from spillstore._settings import Settings
+    from spillstore._tools.spill_tools import SpillTools
 
-__all__ = ["FastCalls"]
+__all__ = ["FastCalls", "ProxySide"]
 
 log = logging.getLogger("spillstore")
 
@@ -87,6 +88,25 @@ def _response(request_id: Any, result: types.CallToolResult, version: str) -> by
     body = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     body = serialize_server_result("tools/call", version, body)
     return _line({"jsonrpc": "2.0", "id": request_id, "result": body})
+
+
+class ProxySide(Protocol):
+    """What this path needs of the proxy (:class:`~spillstore.mcp.proxy.SpillProxy` is
+    one): its budget, spill tools and call timeout, its live stdio upstream, the cap
+    and the error results."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def spill_tools(self) -> SpillTools: ...
+    @property
+    def call_timeout(self) -> float: ...
+    def live_stdio_connection(self) -> Connection | None: ...
+    async def cap_result(
+        self, result: types.CallToolResult, name: str, call_id: str
+    ) -> types.CallToolResult: ...
+    async def ended_error(self, name: str, conn: Connection) -> types.CallToolResult: ...
+    async def timeout_error(self, name: str, conn: Connection) -> types.CallToolResult: ...
 
 
 @dataclass(eq=False)
@@ -128,11 +148,12 @@ class FastCalls:
     """The ``tools/call`` requests a stdio proxy forwards without the SDK sessions.
 
     Args:
-        proxy: the running proxy (its upstream, spill tools, budget and results).
+        proxy: the running proxy (:class:`ProxySide`: its upstream, spill tools, budget
+            and results).
         tg: the task group the calls run in (cancelled when serving ends).
     """
 
-    def __init__(self, proxy: SpillProxy, tg: anyio.abc.TaskGroup) -> None:
+    def __init__(self, proxy: ProxySide, tg: anyio.abc.TaskGroup) -> None:
         self._proxy = proxy
         self._spill_names = frozenset(proxy.spill_tools.names)  # decided at start
         self._tg = tg

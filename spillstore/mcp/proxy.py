@@ -58,6 +58,7 @@ from spillstore._errors import ConfigError, UpstreamUnavailable, UsageError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
+from spillstore._stores.unavailable import unavailable_on_failure
 from spillstore._stores.url import store_for
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.convert import from_tool_result, to_tool_result
@@ -224,7 +225,7 @@ class SpillProxy:
         if store is None and self._launched is not None:
             # The upstream is booting already (started before the SDK was imported):
             # open the store (its module loads here) while it does, not after.
-            store = store_for(self.settings)
+            store = unavailable_on_failure(lambda: store_for(self.settings), log)
         async with AsyncExitStack() as stack:
             upstream = Upstream(
                 self._transport,
@@ -244,7 +245,7 @@ class SpillProxy:
                 ) from exc
             names = self._spill_names({tool.name for tool in upstream_tools})
             if store is None:
-                store = store_for(self.settings)
+                store = unavailable_on_failure(lambda: store_for(self.settings), log)
             tools_kwargs: dict[str, Any] = {}
             if self.max_page_bytes is not None:
                 tools_kwargs["max_page_bytes"] = self.max_page_bytes

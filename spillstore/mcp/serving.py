@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Final
@@ -15,6 +16,7 @@ import anyio
 from spillstore._errors import ConfigError
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
+from spillstore._stores.unavailable import unavailable_on_failure
 from spillstore._stores.url import store_for
 from spillstore._tools.spill_tools import SpillTools
 from spillstore.mcp.proxy import SpillProxy
@@ -22,9 +24,16 @@ from spillstore.mcp.server import serve_stdio, spill_server
 
 __all__ = ["arun_proxy", "aserve", "run_proxy", "serve"]
 
+log = logging.getLogger("spillstore")
+
 
 def _store_for(settings: Settings, store: Store | None) -> Store:
-    return store if store is not None else store_for(settings)
+    """``store``, else the one ``settings`` name; one that fails to open (a full disk)
+    stands in as an :class:`UnavailableStore`, so the tools say why rather than the
+    server failing to start."""
+    if store is not None:
+        return store
+    return unavailable_on_failure(lambda: store_for(settings), log)
 
 
 _PREVIEWS: Final = ("head_bytes", "tail_bytes")

@@ -10,7 +10,8 @@ way the SDK does: while it serves, fd 0 reads ``/dev/null`` and fd 1 writes to s
 a stray ``print`` or a child process cannot corrupt the protocol stream; both are restored
 on exit, with their original blocking modes. A line that is not a readable JSON-RPC
 message is answered here (:func:`unreadable_answer`: ``-32700`` or ``-32600``), as the
-spec asks, instead of being dropped silently.
+spec asks, instead of being dropped silently. A client that closes its end of stdout is
+gone: an answer that meets the closed pipe ends serving quietly.
 """
 
 from __future__ import annotations
@@ -86,6 +87,28 @@ def unreadable_answer(line: bytes | bytearray, error: Exception) -> SessionMessa
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error_data))
 
 
+def _has_id(line: bytes | bytearray) -> bool:
+    """Whether a line read as a notification has an ``id`` member after all: a request
+    whose id is not a string or an integer (null, 1.5, true, ...), which the models take
+    for a notification."""
+    if b'"id"' not in line:
+        return False
+    try:
+        raw = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(raw, dict) and "id" in raw
+
+
+def _bad_id_answer() -> SessionMessage:
+    """The ``-32600`` answer to a request whose id is not a string or an integer (MCP:
+    never null); the id cannot be echoed, so it is null."""
+    error = types.ErrorData(
+        code=types.INVALID_REQUEST, message="Invalid request: id must be a string or an integer"
+    )
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
+
+
 Reply = Callable[[bytes], Awaitable[None]]
 """Writes one encoded JSON-RPC line (with its newline) to stdout, whole, from the calling
 task (raises ``anyio.ClosedResourceError`` once serving ends)."""
@@ -138,7 +161,10 @@ async def stdio_streams(
         if closing:
             raise anyio.ClosedResourceError
         async with out_lock:
-            await write_all(out_fd, data, pollable=out_poll)
+            try:
+                await write_all(out_fd, data, pollable=out_poll)
+            except OSError as exc:  # EPIPE: the client closed its end, it is gone
+                raise anyio.ClosedResourceError from exc
 
     async def reader() -> None:
         splitter = LineSplitter()
@@ -146,12 +172,15 @@ async def stdio_streams(
         async def take(line: bytes | bytearray) -> None:
             if intercept is not None and await intercept(line, reply):
                 return
-            message = parse_line(line)
+            message = parse_line(line, peer="the MCP client")
             if isinstance(message, Exception):
                 answer = unreadable_answer(line, message)
                 if answer is not None:
                     await reply(_encode(answer))
                     return
+            elif isinstance(message.message, types.JSONRPCNotification) and _has_id(line):
+                await reply(_encode(_bad_id_answer()))
+                return
             await read_send.send(message)
 
         async with read_send:
@@ -166,12 +195,16 @@ async def stdio_streams(
     written = anyio.Event()
 
     async def writer() -> None:
+        nonlocal closing
         try:
             async with write_recv:
                 async for item in write_recv:
                     data = _encode(item)
                     async with out_lock:
                         await write_all(out_fd, data, pollable=out_poll)
+        except OSError:  # EPIPE: the client closed its end and is gone: serving ends
+            closing = True
+            tg.cancel_scope.cancel()
         finally:
             written.set()
 

@@ -200,7 +200,10 @@ def known_blocks_only(result: Any) -> bool:
 
 
 def parse_line(
-    line: bytes | bytearray | list[bytes | bytearray], tool_call_ids: set[Any] | None = None
+    line: bytes | bytearray | list[bytes | bytearray],
+    tool_call_ids: set[Any] | None = None,
+    *,
+    peer: str = "the MCP server",
 ) -> SessionMessage | Exception:
     """Parse one JSON-RPC line; parse errors come back as values for the session.
 
@@ -209,6 +212,7 @@ def parse_line(
             emptied, so the caller keeps no reference and the bytes are freed early).
         tool_call_ids: ids of ``tools/call`` requests in flight; a response to one of
             them has unknown content blocks replaced by notices (the id is removed).
+        peer: who sent the line, for the one-line warning an unreadable one gets.
     """
     box = line if isinstance(line, list) else [line]
     try:
@@ -220,7 +224,8 @@ def parse_line(
                 _sanitize_tool_result(raw["result"])
         message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except Exception as exc:
-        log.warning("spillstore: unreadable JSON-RPC line from the MCP server (%s)", exc)
+        first = str(exc).partition("\n")[0][:200]
+        log.warning("spillstore: unreadable JSON-RPC line from %s (%s)", peer, first)
         return exc
     return SessionMessage(message)
 

@@ -12,9 +12,11 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -574,3 +576,55 @@ def test_help_lists_every_command(store_dir: Path) -> None:
     assert result.returncode == 0
     for command in ("run", "read", "grep", "ls", "show", "rm", "gc", "clean", "demo"):
         assert f"  {command} " in result.stdout.decode()
+
+
+def test_run_without_a_terminal_passes_an_interrupt_on_and_saves_the_output(
+    store_dir: Path,
+) -> None:
+    """``spillstore run`` interrupted by a parent that is not a terminal (the signal
+    reaches spillstore alone, as from ``kill -INT`` or an agent harness) hands the
+    interrupt to the command, saves what it printed and exits with 130."""
+    code = (
+        "import sys, time\nprint('started', flush=True)\n"
+        "for i in range(600):\n    print('line', i, flush=True)\n    time.sleep(0.1)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spillstore._cli", "run", "--", sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=_env(store_dir),
+        start_new_session=True,  # no terminal: only spillstore gets the signal
+    )
+    assert proc.stdout is not None
+    try:
+        time.sleep(3.0)  # the command is running and printing (its start may be slow)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert out.decode().endswith("killed by signal SIGINT\n")
+    assert b"started" in out
+
+
+def test_run_with_a_store_that_cannot_be_opened_still_runs_and_shows_a_preview(
+    store_dir: Path,
+) -> None:
+    """A store that cannot be opened (a catalog that is not a database; a full disk gives
+    the same ``StoreError``) does not stop ``run``: the command runs, its status is
+    kept, the model's view says the output was NOT saved, with one warning line."""
+    assert cli(store_dir, "ls").returncode == 0
+    (store_dir / "catalog.sqlite3").write_bytes(b"not a database " * 1_000)
+    result = run_python(
+        store_dir, "print('w\\n' * 60000)\nraise SystemExit(3)", "--max-bytes", "4KB"
+    )
+    assert result.returncode == 3
+    out = result.stdout.decode()
+    assert "NOT saved" in out and "not a database" in out
+    assert out.endswith("exit code 3\n")
+    assert len(out.encode()) <= 4_000
+    [warning] = result.stderr.decode().splitlines()
+    assert warning.startswith("spillstore: warning: the store cannot be used")

@@ -96,6 +96,8 @@ def test_memory_url_opens_a_fresh_memory_store() -> None:
         ("file://example.com/x", "not the host"),
         ("file://relative", "not the host"),
         ("file:///x?y", "no query"),
+        ("file:///tmp/a%00b", "NUL"),
+        ("file://~/a%00b", "NUL"),
     ],
 )
 def test_bad_store_urls_are_config_errors_naming_the_setting(url: str, why: str) -> None:
@@ -106,6 +108,13 @@ def test_bad_store_urls_are_config_errors_naming_the_setting(url: str, why: str)
     assert why in str(caught.value)
     assert caught.value.field == "store"
     assert "s3://BUCKET/PREFIX" in str(caught.value)
+
+
+def test_a_file_url_scheme_is_case_insensitive(tmp_path: Path) -> None:
+    """``FILE:///path`` is a local store at the path, like ``file:///path`` (URL schemes
+    are case-insensitive, as ``S3://`` already was)."""
+    store = open_store_url(f"FILE://{tmp_path / 'spills'}")
+    assert isinstance(store, LocalStore) and store.root == str(tmp_path / "spills")
 
 
 def test_s3_url_names_bucket_and_prefix(tmp_path: Path) -> None:
@@ -206,3 +215,48 @@ async def test_mcp_proxy_on_s3_spills_where_a_second_process_reads(tmp_path: Pat
     )
     assert page.returncode == 0, page.stderr
     assert "00000000 xxx" in page.stdout
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["not a url", "http://", "http://[::1", "http://127.0.0.1:99999", "ftp://host", " "],
+)
+def test_a_malformed_s3_endpoint_is_one_error_line(endpoint: str) -> None:
+    """A malformed S3 endpoint (from ``SPILLSTORE_S3_ENDPOINT`` or ``AWS_ENDPOINT_URL``)
+    is refused in one line naming it, exit 2; obstore panicked on it (a Rust panic, not
+    an ``Exception``: a traceback from the CLI, a dead proxy)."""
+    for variable in ("SPILLSTORE_S3_ENDPOINT", "AWS_ENDPOINT_URL"):
+        env = {**os.environ, "SPILLSTORE_STORE": "s3://bucket/p", variable: endpoint}
+        env.pop("SPILLSTORE_S3_ENDPOINT" if variable == "AWS_ENDPOINT_URL" else "X", None)
+        done = cli("ls", env=env)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+        assert "invalid S3 endpoint" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("SPILLSTORE_STORE", "s3://b b/p", "bucket"),
+        ("SPILLSTORE_S3_REGION", "us\neast-1", "region"),
+        ("AWS_SESSION_TOKEN", "tok\x01en", "credential $AWS_SESSION_TOKEN"),
+        ("AWS_SECRET_ACCESS_KEY", "sec ret", "credential $AWS_SECRET_ACCESS_KEY"),
+    ],
+)
+def test_s3_settings_obstore_would_panic_on_are_one_error_line(
+    variable: str, value: str, named: str
+) -> None:
+    """A bucket, region or credential with spaces or control characters is refused when
+    the store is made, naming it but never showing a secret (obstore panicked on them in
+    a request: a proxy died with its upstream's tools)."""
+    env = {
+        **os.environ,
+        "SPILLSTORE_STORE": "s3://bucket/p",
+        "SPILLSTORE_S3_ENDPOINT": "http://127.0.0.1:9",
+        variable: value,
+    }
+    done = cli("ls", env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"invalid S3 {named}" in done.stderr
+    assert "ret" not in done.stderr and "tok" not in done.stderr

@@ -481,3 +481,198 @@ def test_the_default_launcher_is_the_spillstore_on_path_as_an_absolute_path(
     cli("install", "claude-code", "--scope", "project", "--server", "git")
     servers = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
     assert servers["mcpServers"]["git"]["command"] == str(bin_dir / "spillstore")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'mcp_servers.git.command = "uvx"\nmcp_servers.git.args = ["mcp-server-git"]\n',
+        '[mcp_servers]\ngit.command = "uvx"\ngit.args = ["mcp-server-git"]\n',
+        '[mcp_servers]\ngit.command = "uvx"\n',
+        '[mcp_servers.git]\ncommand = "uvx"\n[profiles.x]\nm = 1\n[mcp_servers.git.env]\nK = "v"\n',
+    ],
+    ids=["dotted-from-the-root", "dotted-in-the-section", "one-dotted-key", "split-in-two"],
+)
+def test_a_toml_server_written_in_dotted_keys_or_pieces_is_refused_in_one_line(
+    tmp_path: Path, cli: Cli, text: str
+) -> None:
+    """A Codex server given as dotted keys or split around another table cannot be
+    edited in place: install says so in one line and writes nothing (it used to crash,
+    or wrap a server that uninstall then could not restore)."""
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, out = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 1
+    assert out.count("\n") == 1
+    assert "'git'" in out
+    assert "dotted keys" in out
+    assert config.read_text(encoding="utf-8") == text
+    code, out = cli("status", "codex", "--config", str(config))
+    assert code == 0
+    assert "git: not wrapped: uvx" in out
+
+
+def test_a_toml_server_with_dotted_keys_inside_uninstalls_byte_for_byte(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """Dotted keys inside a ``[mcp_servers.NAME]`` table (``env.K = ...``) and a comment
+    come back where they were: uninstall restores the file byte for byte."""
+    text = (
+        "# mine\n[mcp_servers.git]\n"
+        'command = "uvx"  # the runner\nenv.K = "v"\nx.y.z = 1\n\n'
+        '[mcp_servers.git.env2]\nK = "v"\n[other]\nq = 1\n'
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, _ = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 0
+    assert f'command = "{LAUNCHER}"' in config.read_text(encoding="utf-8")
+    code, out = cli("uninstall", "codex", "--all", "--config", str(config))
+    assert code == 0, out
+    assert config.read_text(encoding="utf-8") == text
+
+
+def test_a_config_that_is_a_fifo_is_one_error_line_not_a_hang(project: Path, cli: Cli) -> None:
+    """A config path that is a FIFO (or any non-regular file) is refused at once, never
+    opened for a blocking read."""
+    project.unlink()
+    os.mkfifo(project)
+    for command in (
+        ("status", "claude-code", "--scope", "project"),
+        ("install", "claude-code", "--scope", "project", "--all"),
+        ("add", "claude-code", "--scope", "project", "srv", "--", "echo"),
+    ):
+        code, out = cli(*command)
+        assert code == 1
+        assert out.strip().splitlines()[-1] == f"spillstore: {project}: not a regular file"
+    assert stat.S_ISFIFO(project.lstat().st_mode)
+
+
+def test_names_and_commands_from_a_config_are_printed_without_control_characters(
+    project: Path, cli: Cli
+) -> None:
+    """A hostile project config (a cloned repository's ``.mcp.json``) cannot forge output
+    lines, retitle the terminal or reorder text: control characters, separators and bidi
+    overrides in names, commands, arguments and the diff are printed escaped."""
+    hostile = {
+        "mcpServers": {
+            "ev\x1b]0;pwned\x07il\u202e": {"command": "x\x1b[31m", "args": ["\r\nfake: line"]}
+        }
+    }
+    project.write_text(json.dumps(hostile), encoding="utf-8")
+    for command in (
+        ("status", "claude-code", "--scope", "project"),
+        ("install", "claude-code", "--scope", "project", "--all", "--dry-run"),
+        ("install", "claude-code", "--scope", "project", "--all"),
+        ("uninstall", "claude-code", "--scope", "project", "--all"),
+    ):
+        code, out = cli(*command)
+        assert code == 0
+        assert not any(ch in out for ch in "\x1b\x07\r\u202e"), repr(out)
+        assert "\nfake: line" not in out
+        assert "ev\\x1b]0;pwned\\x07il\\u202e" in out
+
+
+def test_a_remote_server_the_proxy_cannot_reach_is_skipped_not_broken(
+    project: Path, cli: Cli
+) -> None:
+    """A remote entry whose URL is not http(s) (a WebSocket ``ws://`` server) is left as
+    it is, with the reason: wrapping it gave a server that can never start. A URL the
+    client expands (``${BASE}/mcp``) is still wrapped."""
+    config = {
+        "mcpServers": {
+            "sock": {"type": "websocket", "url": "ws://127.0.0.1:9/mcp"},
+            "tmpl": {"type": "http", "url": "${BASE}/mcp"},
+        }
+    }
+    project.write_text(json.dumps(config), encoding="utf-8")
+    code, out = cli("install", "claude-code", "--scope", "project", "--all")
+    assert code == 0, out
+    assert "sock: skipped - its URL is ws://, and the proxy speaks only http(s)" in out
+    assert "tmpl: wrapped" in out
+    servers = json.loads(project.read_text(encoding="utf-8"))["mcpServers"]
+    assert servers["sock"] == config["mcpServers"]["sock"]
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "tab\there", "bidi\u202ename"])
+def test_add_refuses_a_name_that_is_blank_or_holds_control_characters(
+    tmp_path: Path, cli: Cli, name: str
+) -> None:
+    """``add`` with a blank name, or one holding line breaks, tabs or bidi overrides, is a
+    usage error and writes nothing (such a name was written, and a Goose config with a
+    multi-line key then refused every later edit)."""
+    config = tmp_path / "config.yaml"
+    code, out = cli("add", "goose", name, "--config", str(config), "--", "echo", "hi")
+    assert code == 2
+    assert out.count("\n") == 1 and "a server name must be visible text" in out
+    assert not config.exists()
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away"
+)
+def test_an_edit_by_root_keeps_the_configs_owner(project: Path, cli: Cli) -> None:
+    """``sudo spillstore install`` keeps the config's owner and group (the edit used to
+    leave it owned by root, mode 0600: unreadable by the client it configures)."""
+    os.chown(project, 65534, 65534)
+    project.chmod(0o600)
+    code, _ = cli("install", "claude-code", "--scope", "project", "--all")
+    assert code == 0
+    after = project.stat()
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (65534, 65534, 0o600)
+    code, _ = cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert code == 0
+    assert (project.stat().st_uid, project.read_text(encoding="utf-8")) == (65534, CONFIG)
+
+
+def test_uninstall_all_with_nothing_wrapped_says_so(project: Path, cli: Cli) -> None:
+    """``uninstall --all`` on a file whose servers are not wrapped says that none is
+    wrapped (it said "no servers" about a file full of them), and changes nothing."""
+    code, out = cli("uninstall", "claude-code", "--scope", "project", "--all")
+    assert code == 0
+    assert out.endswith(f"{project}\n  no servers wrapped by spillstore\n")
+    assert project.read_text(encoding="utf-8") == CONFIG
+
+
+def test_a_relative_store_path_is_written_absolute(project: Path, cli: Cli) -> None:
+    """``install --store ./spills`` writes the absolute path (the client starts the server
+    in a working directory of its own, where ``./spills`` means something else); ``~``
+    paths and URLs are written as given."""
+    code, out = cli("install", "claude-code", "--scope", "project", "-s", "git", "--store", "./sp")
+    assert code == 0, out
+    args = json.loads(project.read_text(encoding="utf-8").replace("// my servers", ""))
+    git = args["mcpServers"]["git"]["args"]
+    assert git[git.index("--store") + 1] == str(project.parent / "sp")
+    cli("uninstall", "claude-code", "--scope", "project", "--all")
+    code, _ = cli("install", "claude-code", "--scope", "project", "-s", "git", "--store", "~/sp")
+    assert code == 0
+    assert '"--store", "~/sp"' in project.read_text(encoding="utf-8")
+
+
+def test_a_toml_server_with_a_trailing_comment_uninstalls_byte_for_byte(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A comment after a Codex server's last key, and a quoted unicode name, come back in
+    place: uninstall puts the table's own text back (its values checked against the
+    key-by-key restore), so "as it was" is true to the byte."""
+    text = '[mcp_servers."é 😀"]\ncommand = "z"\nstartup_timeout_sec = 20\n# trailing comment\n'
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, _ = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 0
+    code, out = cli("uninstall", "codex", "--all", "--config", str(config))
+    assert code == 0 and "as it was" in out
+    assert config.read_text(encoding="utf-8") == text
+
+
+def test_a_toml_edit_that_would_move_tables_is_refused(tmp_path: Path, cli: Cli) -> None:
+    """A ``[mcp_servers.NAME]`` table between the parts of an array of tables would be
+    moved to the end by the edit (and uninstall could not move it back): install refuses
+    in one line and writes nothing."""
+    text = '[[profiles]]\nname = "a"\n[mcp_servers.g]\ncommand = "g"\n[[profiles]]\nname = "b"\n'
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    code, out = cli("install", "codex", "--all", "--config", str(config), "--launcher", LAUNCHER)
+    assert code == 1 and out.count("\n") == 1
+    assert "cannot stay in their order" in out
+    assert config.read_text(encoding="utf-8") == text

@@ -7,9 +7,11 @@ which notifies only the resource URIs a client subscribed to, as the spec asks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -166,12 +168,18 @@ async def test_log_messages_reach_a_2026_call_that_opted_in() -> None:
 
 def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
     """A line that is not JSON gets a JSON-RPC -32700 parse error with a null id, a JSON
-    request that is not valid JSON-RPC gets -32600 with its id, and serving goes on."""
+    request that is not valid JSON-RPC gets -32600 with its id (a null one when its id is
+    not a string or an integer: such a request was taken for a notification and never
+    answered), and serving goes on."""
     command = [sys.executable, "-m", "spillstore.mcp", "serve", "--dir", str(tmp_path / "s")]
     ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
     nested = '{"method": "tools/call", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
     bad_request = json.dumps({"jsonrpc": "2.0", "id": 3, "method": 5})
-    lines = ["this is not json", nested, bad_request, ""]
+    bad_ids = [
+        json.dumps({"jsonrpc": "2.0", "id": bad_id, "method": "ping"})
+        for bad_id in (1.5, None, True, [1], {"a": 1})
+    ]
+    lines = ["this is not json", nested, bad_request, "", *bad_ids]
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -200,6 +208,7 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
         (None, -32700),
         (None, -32700),
         (3, -32600),
+        *[(None, -32600)] * 5,
     ]
     assert any(answer.get("id") == 7 and "result" in answer for answer in answers)  # goes on
 
@@ -207,14 +216,20 @@ def test_non_json_lines_on_stdin_get_a_parse_error(tmp_path: Path) -> None:
 class _Lines:
     """A proxy subprocess driven line by line over raw JSON-RPC (no SDK client)."""
 
-    def __init__(self, tmp_path: Path, *upstream: str, timeout: float = 600) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *upstream: str,
+        timeout: float = 600,
+        stderr: int = subprocess.DEVNULL,
+    ) -> None:
         command = [sys.executable, "-m", "spillstore.mcp", "proxy", "--dir", str(tmp_path)]
         command += ["--max-bytes", "20000", "--timeout", str(timeout), "--", *upstream]
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
             cwd=ROOT,
         )
 
@@ -279,6 +294,31 @@ def test_small_results_are_forwarded_as_the_upstream_wrote_them(tmp_path: Path) 
         assert odd["id"] == 3 and "[content dropped" in json.dumps(odd)
     finally:
         proxy.close()
+
+
+def test_a_client_that_closed_its_end_is_gone_not_an_upstream_failure(tmp_path: Path) -> None:
+    """Answers that cannot be written because the client closed its end of the pipe end
+    there: the upstream connection is not torn down as failed (nor restarted), and the
+    proxy ends quietly with status 0 (it exited with a traceback and status 1 when an
+    answer of the SDK path met the closed pipe)."""
+    proxy = _Lines(tmp_path, *RAW, stderr=subprocess.PIPE)
+    proxy.handshake()
+    assert proxy.process.stdout is not None and proxy.process.stdin is not None
+    proxy.process.stdout.close()
+    for number in range(3):
+        call = {"name": "echo", "arguments": {"text": f"call {number}"}}
+        proxy.send({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call})
+    time.sleep(1.0)  # the answers come back and meet the closed pipe
+    with contextlib.suppress(BrokenPipeError):  # the proxy may have ended already
+        proxy.send({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})  # the SDK path
+        time.sleep(1.0)
+        proxy.process.stdin.close()
+    assert proxy.process.wait(timeout=30) == 0
+    assert proxy.process.stderr is not None
+    with proxy.process.stderr:
+        err = proxy.process.stderr.read().decode()
+    assert "upstream connection failed" not in err and "restarting" not in err, err
+    assert "Traceback" not in err, err
 
 
 def test_a_crash_during_a_direct_call_is_an_error_result_and_the_next_call_restarts(

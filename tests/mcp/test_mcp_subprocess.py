@@ -362,3 +362,47 @@ async def test_http_upstream_result_over_one_mebibyte(http_upstream: str, tmp_pa
     assert len(text.encode()) <= BUDGET
     spill = (result.meta or {})[SPILL_META_KEY]
     assert store.read_bytes(spill["spillId"], 0, 3_000_000) == make_text(3_000_000).encode()
+
+
+async def test_proxy_whose_store_cannot_be_opened_still_answers_every_call(
+    tmp_path: Path,
+) -> None:
+    """A store that cannot be opened at start (here a catalog that is not a database; a
+    full disk gives the same ``StoreError``) does not stop the proxy: small results pass,
+    a big one gets the bounded "NOT saved" preview, and the spill tools say why they
+    cannot read; so does ``mcp serve``."""
+    spills = tmp_path / "spills"
+    made = [sys.executable, "-m", "spillstore._cli", "--dir", str(spills), "ls"]
+    subprocess.run(made, check=True, capture_output=True, cwd=ROOT)  # a store, closed
+    (spills / "catalog.sqlite3").write_bytes(b"not a database " * 1_000)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "spillstore.mcp",
+            "proxy",
+            "--dir",
+            str(spills),
+            "--max-bytes",
+            "4KB",
+            "--",
+            *BIG,
+        ],
+        cwd=str(ROOT),
+    )
+    async with Client(params, mode="legacy") as client:
+        small = await client.call_tool("echo", {"text": "hello"})
+        big = await client.call_tool("big", {"size": 100_000})
+        listed = await client.call_tool("list_spills", {})
+    assert texts(small) == ["hello"]
+    [text] = texts(big)
+    assert len(text.encode()) <= 4_000
+    assert "NOT saved" in text and "not a database" in text
+    assert listed.is_error
+    assert "not a database" in texts(listed)[0]
+    serve = ["-m", "spillstore.mcp", "serve", "--dir", str(spills)]
+    params = StdioServerParameters(command=sys.executable, args=serve, cwd=str(ROOT))
+    async with Client(params) as client:  # the spill server starts too, and says why
+        listed = await client.call_tool("list_spills", {})
+    assert listed.is_error
+    assert "not a database" in texts(listed)[0]

@@ -20,6 +20,7 @@ from spillstore._core.utf8 import utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
+from spillstore._stores.s3_store import CONNECT_TIMEOUT, RETRIES, RETRY_SECONDS
 from spillstore.s3 import S3Store
 
 if TYPE_CHECKING:
@@ -180,3 +181,27 @@ def test_service_falls_back_to_the_bounded_preview(
     assert "NOT saved (StoreError:" in text
     assert utf8_size(text) <= settings.max_bytes
     assert make_s3(prefix=store.prefix).list() == []
+
+
+def test_a_dead_endpoint_costs_a_bounded_number_of_attempts_by_default(
+    make_s3: MakeS3, fault_proxy: FaultProxy
+) -> None:
+    """Without a ``retry_config``, a write that keeps failing is tried 1 + ``RETRIES``
+    times within ``RETRY_SECONDS`` (obstore's own default, 10 retries within 3 minutes,
+    held a tool call for minutes on an endpoint that stopped answering), connects time
+    out after ``CONNECT_TIMEOUT``, and the service still gets its "NOT saved" preview."""
+    fault_proxy.rule = lambda n, method, path: None if method == "GET" else "503"
+    store = make_s3(endpoint=fault_proxy.url)
+    objects = store._bucket.objects
+    assert objects.retry_config is not None
+    assert objects.retry_config["retry_timeout"] == datetime.timedelta(seconds=RETRY_SECONDS)
+    assert (objects.client_options or {})["connect_timeout"] == CONNECT_TIMEOUT
+    settings = Settings(max_bytes=4_000, head_bytes=1_000, tail_bytes=500, max_line_bytes=200)
+    output = "".join(f"line {n} of a long tool output\n" for n in range(2_000))
+    result = TruncationService(store, settings).truncate_for_model(
+        output, tool_name="bash", tool_call_id="c1"
+    )
+    assert result.spill is not None and result.spill.saved == "none"
+    first = next(r for r in fault_proxy.requests if r.method == "PUT")
+    tries = [r for r in fault_proxy.requests if (r.method, r.path) == (first.method, first.path)]
+    assert len(tries) == 1 + RETRIES
