@@ -95,11 +95,24 @@ def _replace_mode(
         over = utf8_size(text) - budget
         if over <= 0 or head_bytes + tail_bytes == 0:
             break
-        # Shrink the previews (tail first, it is the smaller) by what is over.
-        cut_tail = min(tail_bytes, over // 2 + 1)
+        # Shrink the previews, each by its share, by what is over, in raw
+        # bytes: an invalid byte shows as a 3-byte U+FFFD, so cutting as many raw bytes
+        # as the text is over would overshoot (to no preview at all).
+        over = _raw_over(preview, over)
+        cut_tail = min(tail_bytes, over * tail_bytes // (head_bytes + tail_bytes) + 1)
         tail_bytes -= cut_tail
         head_bytes = max(0, head_bytes - (over - cut_tail))
     return text, _info("replace", preview, stored, measured.sha256, invalid)
+
+
+def _raw_over(preview: Preview, over: int) -> int:
+    """``over`` bytes of shown text as bytes of the output: the previews' shown size
+    per output byte (1 for valid UTF-8, up to 3 for invalid bytes) divides it."""
+    raw = preview.head_end + preview.total_bytes - preview.tail_start
+    shown = utf8_size(preview.head_text) + utf8_size(preview.tail_text)
+    if raw <= 0 or shown <= raw:
+        return over
+    return -(-over * raw // shown)  # rounded up, so the loop still ends
 
 
 def _json_notes(host: Host, step: Prepared, stored: Stored) -> list[str]:

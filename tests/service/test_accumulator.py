@@ -278,3 +278,24 @@ async def test_a_chunk_that_is_not_str_or_bytes_is_refused_not_converted(chunk: 
         await twin.awrite(chunk)  # type: ignore[arg-type]
     acc.write("ok")
     assert acc.total_bytes == 2
+
+
+@pytest.mark.parametrize("budget", ["4KB", "8KB", "50KB"])
+def test_mostly_invalid_bytes_still_get_a_head_and_a_tail_preview(budget: str) -> None:
+    """Each invalid byte shows as a 3-byte U+FFFD: the previews shrink to fit the
+    budget by what they show per byte, not to nothing."""
+    data = b"\xff\xfe\xc3(" * 50_000 + b"\ntail\xe2\x82"
+    store = MemoryStore()
+    service = TruncationService(store, Settings(max_bytes=budget))
+    acc = service.accumulator(tool_name="t", tool_call_id="c")
+    acc.write(data)
+    out = acc.ok()
+    info = out.spill
+    assert info is not None and info.spill_id is not None
+    assert utf8_size(_text(out)) <= service.settings.max_bytes
+    (start, end), *_ = info.elided_bytes
+    assert start > service.settings.head_bytes // 4  # a head, not an empty one
+    assert end < len(data)  # and a tail
+    head_shown = data[:start].decode("utf-8", "replace")
+    assert head_shown in _text(out)
+    assert store.read_bytes(info.spill_id, 0, start) == data[:start]
