@@ -4,7 +4,7 @@ and tombstones, beside one plain data file per spill (see :mod:`~spillstore._sto
 ``<root>/catalog.sqlite3`` (0600, with SQLite's ``-wal`` and ``-shm`` files) holds::
 
     spill(spill_id PRIMARY KEY, session, the SpillMeta fields as columns,
-          stored_bytes, dev, ino)            one row per visible spill
+          stored_bytes, dev, ino, listing)   one row per visible spill
     spill_index(spill_id PRIMARY KEY, idx)   its serialized line index
     tombstone(spill_id PRIMARY KEY, session, reason, removed_at)
 
@@ -12,8 +12,9 @@ and tombstones, beside one plain data file per spill (see :mod:`~spillstore._sto
 serves only that file (a name swapped for another file is refused), and identical
 bytes spilled again are hard-linked to it (:meth:`Catalog.same_content`). A row becomes
 a :class:`~spillstore._stores.meta.SpillMeta` without parsing or validation (the row
-was validated when it was inserted): ``list`` of 10,000 rows is one query and a few
-microseconds a row. Every connection runs ``journal_mode=WAL`` and ``synchronous=FULL``,
+was validated when it was inserted): ``list`` of 10,000 rows is one query of four
+values a row (the ``listing`` packs the rest, :mod:`~spillstore._stores.local_rows`)
+and a few microseconds a row. Every connection runs ``journal_mode=WAL`` and ``synchronous=FULL``,
 so a committed row survives a power cut. A connection belongs to one thread of one
 process (a forked child opens its own). Rows a thread read stay valid while SQLite's
 ``data_version`` of its connection does not change (no other connection committed) and
@@ -30,6 +31,7 @@ import contextlib
 import errno
 import itertools
 import json
+import logging
 import operator
 import os
 import sqlite3
@@ -48,6 +50,8 @@ from spillstore._stores.local_rows import (
     RARE_SQL,
     ROW_COLUMNS,
     ROW_WIDTH,
+    UNLISTED_SQL,
+    listing_of,
     metas_of,
     rare_of,
     row_meta,
@@ -57,9 +61,13 @@ from spillstore._stores.meta import SpillMeta
 __all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "Catalog", "Identity", "Tombstone"]
 
 CATALOG_NAME: Final = "catalog.sqlite3"
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """``PRAGMA user_version`` of the schema below (the opt-in catalog of 0.2's development,
-one JSON row per spill, was version 0; it is upgraded in place)."""
+one JSON row per spill, was version 0; it is upgraded in place; version 3 had no
+``listing`` column: it is added and filled in place, and a catalog that cannot be
+written is read without it)."""
+
+logger = logging.getLogger("spillstore")
 
 BUSY_TIMEOUT_SECONDS: Final = 60.0
 """How long a writer waits for another process's transaction (they last milliseconds)."""
@@ -79,7 +87,7 @@ _SCHEMA: Final = (
     "total_lines INTEGER NOT NULL, head_start INTEGER, head_end INTEGER, "
     "tail_start INTEGER, tail_end INTEGER, sha256 TEXT NOT NULL, created_at REAL NOT NULL, "
     "suffix TEXT, media_notes TEXT, invalid_utf8 INTEGER NOT NULL, adopted TEXT, "
-    "stored_bytes INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL, "
+    "stored_bytes INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL, listing BLOB, "
     "PRIMARY KEY (session, created_at, spill_id)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS spill_by_content ON spill (sha256)",
     "CREATE TABLE IF NOT EXISTS spill_index (spill_id TEXT PRIMARY KEY, idx BLOB NOT NULL) "
@@ -92,16 +100,22 @@ _SCHEMA: Final = (
 _COLUMNS: Final = (
     "spill_id, session, tool_name, tool_call_id, total_bytes, total_lines, head_start, "
     "head_end, tail_start, tail_end, sha256, created_at, suffix, media_notes, invalid_utf8, "
-    "adopted"
+    "adopted, stored_bytes, dev, ino, listing"
 )
 _SELECT: Final = f"SELECT {ROW_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
 _LIST_SQL: Final = (
     f"SELECT {LIST_COLUMNS} FROM spill WHERE session = ? ORDER BY created_at, spill_id"  # noqa: S608
 )
+_LIST_UNLISTED_SQL: Final = (
+    "SELECT spill_id, tool_name, tool_call_id, NULL FROM spill WHERE session = ? "
+    "ORDER BY created_at, spill_id"
+)
+"""The list of a catalog without listings (one of version 3 that could not be upgraded)."""
+_ALL_WHOLE_SQL: Final = f"SELECT {ROW_COLUMNS} FROM spill WHERE session = ?"  # noqa: S608
 _LIST_ORDER: Final = operator.attrgetter("created_at", "spill_id")
 _INSERT: Final = (
-    f"INSERT OR IGNORE INTO spill ({_COLUMNS}, stored_bytes, dev, ino) "  # noqa: S608
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO spill ({_COLUMNS}) "  # noqa: S608
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -137,6 +151,7 @@ def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
         json.dumps(meta.adopted_inode) if meta.adopted_inode is not None else None,
         meta.stored_bytes,
         *identity,
+        listing_of(meta),
     )
 
 
@@ -192,16 +207,50 @@ class Catalog:
             conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                conn.execute("BEGIN IMMEDIATE")
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.execute("COMMIT")
+            listed = self._upgrade(conn)
         local.conn = conn
         local.pid = os.getpid()
         local.version = -1
         local.rows = {}
+        local.list_sql = _LIST_SQL if listed else _LIST_UNLISTED_SQL
+        local.unlisted_sql = UNLISTED_SQL if listed else _ALL_WHOLE_SQL
         return conn
+
+    def _upgrade(self, conn: sqlite3.Connection) -> bool:
+        """Create or upgrade the schema; return whether rows have a ``listing`` column.
+
+        A catalog of an earlier version that cannot be written now (a read-only or full
+        disk) is read as it is: its rows are then read whole.
+        """
+        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return True
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                self._add_listings(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(spill)")}
+            if not columns:
+                raise
+            return "listing" in columns
+        return True
+
+    def _add_listings(self, conn: sqlite3.Connection) -> None:
+        """Give the rows of a version-3 catalog their listing (in the open transaction)."""
+        if not any(row[1] == "listing" for row in conn.execute("PRAGMA table_info(spill)")):
+            conn.execute("ALTER TABLE spill ADD COLUMN listing BLOB")
+        rows = conn.execute(f"{_SELECT} WHERE listing IS NULL").fetchall()
+        for row in rows:
+            meta = row_meta(self._base, row)
+            if meta is not None:  # a corrupt row stays unlisted (check lists it)
+                sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
+                conn.execute(sql, (listing_of(meta), meta.spill_id))
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
@@ -240,7 +289,7 @@ class Catalog:
         """One whole row (``_SELECT``) as metadata; a bad id or session raises StoreError."""
         meta = row_meta(self._base, row)
         if meta is None:
-            raise StoreError(errno.EINVAL, f"the catalog row of spill {row[0]!r} is corrupt")
+            raise StoreError(errno.EINVAL, f"the catalog row of spill {row[1]!r} is corrupt")
         return meta
 
     def _fresh_rows(self) -> dict[str, tuple[SpillMeta, Identity]]:
@@ -313,10 +362,27 @@ class Catalog:
         return sorted(itertools.chain.from_iterable(runs), key=_LIST_ORDER)
 
     def _session_list(self, conn: sqlite3.Connection, session: str) -> builtins.list[SpillMeta]:
-        rows = conn.execute(_LIST_SQL, (session,))
+        local = self._local
+        rows = conn.execute(local.list_sql, (session,))
         return metas_of(
-            self._base, session, rows, lambda: rare_of(conn.execute(RARE_SQL, (session,)))
+            self._base,
+            session,
+            rows,
+            lambda: rare_of(conn.execute(RARE_SQL, (session,))),
+            lambda: self._whole(conn.execute(local.unlisted_sql, (session,))),
         )
+
+    def _whole(self, rows: Iterable[tuple[Any, ...]]) -> dict[str, SpillMeta]:
+        """Whole rows as metadata by id; a corrupt one is left out and logged."""
+        metas = {}
+        for row in rows:
+            meta = row_meta(self._base, row)
+            if meta is None:
+                logger.warning("skipping a spill (spillstore check lists it): the catalog "
+                               "row of spill %r is corrupt", row[1])  # fmt: skip
+            else:
+                metas[meta.spill_id] = meta
+        return metas
 
     def shared(self) -> dict[str, str]:
         """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""

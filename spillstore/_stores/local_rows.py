@@ -1,13 +1,17 @@
 """Catalog rows as :class:`~spillstore._stores.meta.SpillMeta`, fast enough to list 100,000.
 
-Rows are listed a session at a time, and a session's rows are read in two parts. The
-*list columns* hold what nearly every spill needs (id, tool, call id, sizes, the head
-range's end, hash, time; not the session, which is the one asked for) and one *flag*
-column: NULL when the rest of the row holds only defaults (the head starts at 0, no tail,
-no suffix, no media notes, valid UTF-8, not adopted). Only rows whose flag is set are
-read a second time for their *rare columns* (:data:`RARE_SQL`), so a list of 10,000
-ordinary spills converts 9 values a row instead of 16 (SQLite hands each value to Python
-for about 0.1 us).
+Rows are listed a session at a time. Every row carries a *listing*: the fields nearly
+every spill needs, packed at insert (:data:`LISTING`: sizes, the head range's end, the
+time, the hash as 32 bytes, and a *flag* set when the row holds more than defaults: the
+head does not start at 0, a tail, a suffix, media notes, invalid UTF-8, an adopted
+file). A list reads four values a row (id, tool, call id, listing) and unpacks the
+listing in one C call: SQLite hands each value to Python for about 0.1 us, with a lock
+taken and released around each, so four values cost less than nine (RESULTS.md, issue
+14, session 8). Only flagged rows are read a second time, for their *rare columns*
+(:data:`RARE_SQL`). A row without a listing (written by a version before it, or whose
+listing is not one) is read whole (:data:`UNLISTED_SQL`). The columns stay the source
+of truth for every query (``gc`` by age or size, the same-content lookup); rows are
+never updated, so the listing written with them stays true.
 
 Rows become metadata without pydantic validation: they were validated when inserted.
 Ids and sessions name files, so they are checked again, all ids of a list in one regex
@@ -26,6 +30,7 @@ import json
 import logging
 import os
 import re
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
@@ -35,26 +40,30 @@ from spillstore._core.ids import SPILL_ID_PATTERN, is_session, is_spill_id
 from spillstore._stores.meta import META_FORMAT_VERSION, SpillMeta
 
 __all__ = [
+    "LISTING",
     "LIST_COLUMNS",
     "RARE_SQL",
     "ROW_COLUMNS",
     "ROW_WIDTH",
+    "UNLISTED_SQL",
     "AllFieldsSet",
+    "listing_of",
     "metas_of",
     "rare_of",
     "row_meta",
 ]
 
+LISTING: Final = struct.Struct("<qqqd32sB")
+"""A row's listing: total bytes, total lines, the head range's end (-1: nothing stored),
+the time, the SHA-256 digest, and the flag (1: read the rare columns too)."""
+
 _RARE_FLAG: Final = (
     "coalesce(nullif(head_start, 0), tail_end, suffix, media_notes, nullif(invalid_utf8, 0), "
     "adopted)"
 )
-LIST_COLUMNS: Final = (
-    "spill_id, tool_name, tool_call_id, total_bytes, total_lines, head_end, sha256, "
-    f"created_at, {_RARE_FLAG}"
-)
+LIST_COLUMNS: Final = "spill_id, tool_name, tool_call_id, listing"
 """The columns a list of one session reads for every row (the session is the one
-asked for, not read again); the last is NULL for an ordinary row."""
+asked for, not read again)."""
 
 _RARE_COLUMNS: Final = (
     "spill_id, head_start, tail_start, tail_end, suffix, media_notes, invalid_utf8, adopted"
@@ -62,12 +71,22 @@ _RARE_COLUMNS: Final = (
 RARE_SQL: Final = (
     f"SELECT {_RARE_COLUMNS} FROM spill WHERE session = ? AND {_RARE_FLAG} IS NOT NULL"  # noqa: S608
 )
-"""The rare columns of a session's rows whose flag is set."""
+"""The rare columns of a session's rows that hold more than defaults."""
 
-ROW_COLUMNS: Final = f"session, {LIST_COLUMNS}, {_RARE_COLUMNS}"
-"""A whole row: its session, the list columns, then the rare ones (:func:`row_meta`)."""
-ROW_WIDTH: Final = 18
+ROW_COLUMNS: Final = (
+    "session, spill_id, tool_name, tool_call_id, total_bytes, total_lines, head_end, sha256, "
+    f"created_at, {_RARE_COLUMNS}"
+)
+"""A whole row: its session, the values of its listing as columns, then the rare ones
+(:func:`row_meta`)."""
+ROW_WIDTH: Final = 17
 """How many values :data:`ROW_COLUMNS` selects (columns after them start here)."""
+
+UNLISTED_SQL: Final = (
+    f"SELECT {ROW_COLUMNS} FROM spill WHERE session = ? AND "  # noqa: S608 - fixed names
+    f"(listing IS NULL OR length(listing) != {LISTING.size})"
+)
+"""The whole rows of a session that have no listing."""
 
 _IDS_RE: Final = re.compile(rf"(?:{SPILL_ID_PATTERN}\n)*{SPILL_ID_PATTERN}|")
 
@@ -179,11 +198,30 @@ def _kept(metas: list[Any]) -> list[SpillMeta]:
     return kept
 
 
+def listing_of(meta: SpillMeta) -> bytes:
+    """The listing of ``meta``'s row (:data:`LISTING`)."""
+    ranges = meta.stored_ranges
+    ordinary = (
+        len(ranges) < 2
+        and (not ranges or ranges[0][0] == 0)
+        and meta.suffix is None
+        and not meta.media_notes
+        and not meta.invalid_utf8
+        and meta.adopted_inode is None
+    )
+    head_end = ranges[0][1] if ranges else -1
+    digest = bytes.fromhex(meta.sha256)
+    return LISTING.pack(
+        meta.total_bytes, meta.total_lines, head_end, meta.created_at, digest, not ordinary
+    )
+
+
 def metas_of(
     base: str,
     session: str,
     rows: Iterable[Any],
     rare: Callable[[], Mapping[str, Sequence[Any]]],
+    unlisted: Callable[[], Mapping[str, SpillMeta]] = dict,
 ) -> list[SpillMeta]:
     """Rows of :data:`LIST_COLUMNS` of one session as metadata, in their order (taken one
     at a time, so a cursor's rows are made into objects while they are in the CPU's cache).
@@ -194,23 +232,33 @@ def metas_of(
         session: the session of every row.
         rows: the rows.
         rare: called once if a row is flagged: the rare columns (after the id) of the
-            flagged rows, by id. A flagged row missing there was removed between the
-            two queries and is left out.
+            flagged rows, by id.
+        unlisted: called once if a row has no listing: those rows as metadata, by id.
 
-    A row whose id or session is not well formed is left out and logged.
+    A row missing from what ``rare`` or ``unlisted`` return was removed between the
+    queries and is left out. A row whose id or session is not well formed is left out
+    and logged.
     """
     version, fields_set, new, fields_of = META_FORMAT_VERSION, _FIELDS_SET, _new, _Fields
     set_dict, set_fields_set, set_extra, set_private = (
         _set_dict, _set_fields_set, _set_extra, _set_private
     )  # fmt: skip
+    unpack = LISTING.unpack
     prefix = f"{base}{session}{os.sep}"
     metas: list[Any] = []
     append = metas.append
     ids: list[str] = []
     add_id = ids.append
-    flagged: list[tuple[int, SpillMeta, int | None]] = []
-    for sid, tool, call, total, lines, head_end, sha, created, flag in rows:
+    flagged: list[tuple[int, SpillMeta, int]] = []
+    missing: list[tuple[int, str]] = []
+    for sid, tool, call, listing in rows:
         add_id(sid)
+        try:
+            total, lines, head_end, created, digest, flag = unpack(listing)
+        except (TypeError, struct.error):  # no listing: read whole below
+            missing.append((len(metas), sid))
+            append(None)
+            continue
         f = fields_of()
         f.spill_id = sid
         f.session = session
@@ -218,8 +266,8 @@ def metas_of(
         f.tool_call_id = call
         f.total_bytes = total
         f.total_lines = lines
-        f.stored_ranges = () if head_end is None else ((0, head_end),)
-        f.sha256 = sha
+        f.stored_ranges = () if head_end < 0 else ((0, head_end),)
+        f.sha256 = digest.hex()
         f.created_at = created
         f.suffix = None
         f.media_notes = ()
@@ -232,11 +280,11 @@ def metas_of(
         set_fields_set(meta, fields_set)
         set_extra(meta, None)
         set_private(meta, None)
-        if flag is None:
-            append(meta)
-        else:  # its rare fields are set below, in place
+        if flag:  # its rare fields are set below, in place
             flagged.append((len(metas), meta, head_end))
             append(None)
+        else:
+            append(meta)
     removed = False
     if flagged:
         more = rare()
@@ -245,16 +293,28 @@ def metas_of(
             if found is None:
                 removed = True
             else:
-                meta.__dict__.update(_rare_fields(head_end, found))
+                meta.__dict__.update(_rare_fields(None if head_end < 0 else head_end, found))
                 metas[position] = meta
+    if missing:
+        whole = unlisted()
+        for position, sid in missing:
+            metas[position] = whole.get(sid)
+            removed = removed or metas[position] is None
     if removed or not _well_formed(ids, session):
         return _kept(metas)
     return metas
 
 
 def row_meta(base: str, row: Sequence[Any]) -> SpillMeta | None:
-    """One whole row (:data:`ROW_COLUMNS`) as metadata; None if its id or session is bad."""
-    found = metas_of(base, row[0], [row[1:10]], lambda: {row[1]: row[11:ROW_WIDTH]})
+    """One whole row (:data:`ROW_COLUMNS`) as metadata; None if it is not well formed."""
+    session, sid, tool, call, total, lines, head_end, sha, created = row[:9]
+    try:
+        listing = LISTING.pack(
+            total, lines, -1 if head_end is None else head_end, created, bytes.fromhex(sha), 1
+        )
+    except (TypeError, ValueError, OverflowError, struct.error):
+        return None
+    found = metas_of(base, session, [(sid, tool, call, listing)], lambda: {sid: row[10:ROW_WIDTH]})
     return found[0] if found else None
 
 

@@ -18,8 +18,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from spillstore._core.collector import gc_paused
+from spillstore._stores import local_catalog
 from spillstore._stores.local import LocalStore
-from spillstore._stores.local_rows import LIST_COLUMNS, metas_of
+from spillstore._stores.local_catalog import SCHEMA_VERSION
+from spillstore._stores.local_rows import LIST_COLUMNS, LISTING, metas_of
 from spillstore._stores.meta import SpillMeta
 
 _TMP = tempfile.TemporaryDirectory(prefix="spillstore-listing-")
@@ -103,7 +105,7 @@ def test_a_flagged_row_removed_between_the_two_queries_is_left_out(tmp_path: Pat
     plain = store.put(b"y", session="s", tool_name="t", tool_call_id="2")
     with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
         rows = db.execute(f"SELECT {LIST_COLUMNS} FROM spill ORDER BY created_at").fetchall()
-    assert [row[-1] is not None for row in rows] == [True, False]
+    assert [LISTING.unpack(row[-1])[-1] for row in rows] == [1, 0]
     assert metas_of(store.root + "/", "s", rows, dict) == [plain]
     assert cut.stored_ranges != ((0, 50),)
 
@@ -200,3 +202,72 @@ def test_every_session_lists_in_order_past_a_session_that_is_not_text(
     with caplog.at_level(logging.WARNING, logger="spillstore"):
         assert LocalStore(store.root).list() == [m for n, m in enumerate(metas) if n != 2]
     assert caplog.text.count("corrupt") == 1
+
+
+def _varied(store: LocalStore) -> list[SpillMeta]:
+    """Spills of every kind of row: plain, cut, with a suffix, notes, invalid UTF-8."""
+    return [
+        store.put(b"plain\n", session="s", tool_name="t", tool_call_id="1"),
+        store.put(b"x" * 50, session="s", tool_name="t", tool_call_id="2", retention_bytes=10),
+        store.put(b"y\n", session="s", tool_name="t", tool_call_id="3", suffix="[exit 1]"),
+        store.put(b"z", session="s", tool_name="t", tool_call_id="4", media_notes=["img"]),
+        store.put(b"\xff\n", session="s", tool_name="t", tool_call_id="5"),
+        store.put(b"", session="s", tool_name="t", tool_call_id="6"),
+    ]
+
+
+@pytest.mark.parametrize("listing", [None, b"short", b"\0" * (LISTING.size + 1)])
+def test_a_row_without_a_listing_is_read_whole(tmp_path: Path, listing: bytes | None) -> None:
+    """A row an earlier version wrote (no listing) or whose listing is not one lists as
+    put returned it, read from its columns."""
+    store = LocalStore(tmp_path / "store")
+    metas = _varied(store)
+    with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        db.execute("UPDATE spill SET listing = ? WHERE tool_call_id IN ('1', '2')", (listing,))
+        db.commit()
+    fresh = LocalStore(store.root)
+    for listed, meta in zip(fresh.list("s"), metas, strict=True):
+        _same(listed, meta)
+    assert fresh.list() == metas
+
+
+def _as_version_3(root: Path) -> None:
+    """Make a catalog what version 3 wrote: no listing column."""
+    with closing(sqlite3.connect(root / "catalog.sqlite3")) as db:
+        db.execute("ALTER TABLE spill DROP COLUMN listing")
+        db.execute("PRAGMA user_version = 3")
+        db.commit()
+
+
+def test_a_version_3_catalog_gets_its_listings_in_place(tmp_path: Path) -> None:
+    """Opening a catalog without listings adds them; every row lists as put returned."""
+    store = LocalStore(tmp_path / "store")
+    metas = _varied(store)
+    _as_version_3(Path(store.root))
+    assert LocalStore(store.root).list("s") == metas
+    with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        listings = db.execute("SELECT listing FROM spill ORDER BY created_at").fetchall()
+    assert [LISTING.unpack(row[0])[-1] for row in listings] == [0, 1, 1, 1, 1, 0]
+
+
+def test_a_version_3_catalog_that_cannot_be_written_is_read_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catalog without listings that cannot be written now (here another connection
+    holds the write lock and the store does not wait) is not upgraded: it still lists
+    and reads everything, from whole rows."""
+    store = LocalStore(tmp_path / "store")
+    metas = _varied(store)
+    _as_version_3(Path(store.root))
+    monkeypatch.setattr(local_catalog, "BUSY_TIMEOUT_SECONDS", 0)
+    with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        db.execute("BEGIN IMMEDIATE")
+        fresh = LocalStore(store.root)
+        assert fresh.list("s") == metas
+        assert fresh.list() == metas
+        _same(fresh.stat(metas[1].spill_id), metas[1])
+        assert fresh.read_bytes(metas[0].spill_id, 0, 100) == b"plain\n"
+        db.execute("ROLLBACK")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+    assert version == 3
