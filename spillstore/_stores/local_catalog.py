@@ -165,6 +165,46 @@ def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
         (session,) = conn.execute(sql, (session,)).fetchone()
 
 
+def _make_schema(conn: sqlite3.Connection) -> None:
+    """Create or upgrade the tables (nothing to do when ``user_version`` is current).
+
+    A catalog of an earlier version that cannot be written now (a read-only or full
+    disk, a writer holding the lock past the timeout) is read as it is: rows without a
+    listing are read whole.
+    """
+    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            _add_listings(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError:
+        if not conn.execute("PRAGMA table_info(spill)").fetchall():
+            raise
+
+
+def _has_listing(conn: sqlite3.Connection) -> bool:
+    return any(row[1] == "listing" for row in conn.execute("PRAGMA table_info(spill)"))
+
+
+def _add_listings(conn: sqlite3.Connection) -> None:
+    """Give the rows of a version-3 catalog their listing (in the open transaction);
+    the base of data file paths does not matter here (only the listing is kept)."""
+    if not _has_listing(conn):
+        conn.execute("ALTER TABLE spill ADD COLUMN listing BLOB")
+    for row in conn.execute(f"{_SELECT} WHERE listing IS NULL").fetchall():
+        meta = row_meta(os.sep, row)
+        if meta is not None:  # a corrupt row stays unlisted (check lists it)
+            sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
+            conn.execute(sql, (listing_of(meta), meta.spill_id))
+
+
 class Catalog:
     """The catalog database of one store root (connections per thread and process)."""
 
@@ -207,50 +247,15 @@ class Catalog:
             conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            listed = self._upgrade(conn)
+            _make_schema(conn)
         local.conn = conn
         local.pid = os.getpid()
         local.version = -1
         local.rows = {}
+        listed = _has_listing(conn)
         local.list_sql = _LIST_SQL if listed else _LIST_UNLISTED_SQL
         local.unlisted_sql = UNLISTED_SQL if listed else _ALL_WHOLE_SQL
         return conn
-
-    def _upgrade(self, conn: sqlite3.Connection) -> bool:
-        """Create or upgrade the schema; return whether rows have a ``listing`` column.
-
-        A catalog of an earlier version that cannot be written now (a read-only or full
-        disk) is read as it is: its rows are then read whole.
-        """
-        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-            return True
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                self._add_listings(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        except sqlite3.OperationalError:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(spill)")}
-            if not columns:
-                raise
-            return "listing" in columns
-        return True
-
-    def _add_listings(self, conn: sqlite3.Connection) -> None:
-        """Give the rows of a version-3 catalog their listing (in the open transaction)."""
-        if not any(row[1] == "listing" for row in conn.execute("PRAGMA table_info(spill)")):
-            conn.execute("ALTER TABLE spill ADD COLUMN listing BLOB")
-        rows = conn.execute(f"{_SELECT} WHERE listing IS NULL").fetchall()
-        for row in rows:
-            meta = row_meta(self._base, row)
-            if meta is not None:  # a corrupt row stays unlisted (check lists it)
-                sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
-                conn.execute(sql, (listing_of(meta), meta.spill_id))
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
