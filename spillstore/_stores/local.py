@@ -56,7 +56,7 @@ from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
 from spillstore._stores.local_catalog import Catalog, Identity
-from spillstore._stores.local_check import CheckReport, audit, torn_rows
+from spillstore._stores.local_check import CheckReport, Problem, audit, torn_rows
 from spillstore._stores.local_files import (
     LocalReader,
     LocalRoot,
@@ -106,6 +106,10 @@ the cap only bounds disk use; 10 MiB (the in-memory default) cut the middle of e
 
 TOMBSTONE_TTL_SECONDS = 7 * 24 * 3600.0
 """How long a removed spill's id is remembered (``gc`` prunes older tombstones)."""
+
+_STALE_LISTING: Final = (
+    "its listing (what a list reads) disagrees with its columns; rewritten from them by --fix"
+)
 
 READERS_KEPT: Final = 16
 """Data files a store keeps open for repeated reads (the most recently opened)."""
@@ -343,8 +347,12 @@ class LocalStore(Store):
                     recorded=self._catalog.ids,
                     published=self._published,
                 )
+                stale = [  # first: the rest of the check reads the listings
+                    Problem("torn", f"{session}/{spill_id}", _STALE_LISTING, fix)
+                    for session, spill_id in self._catalog.stale_listings(fix=fix)
+                ]
                 torn = torn_rows(self._root, self._catalog.list(None), fix=fix, remove_spill=remove)
-            return CheckReport(problems=(*report.problems, *torn), fix=fix)
+            return CheckReport(problems=(*report.problems, *torn, *stale), fix=fix)
 
     acheck = method_twin(check)
 

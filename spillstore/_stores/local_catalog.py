@@ -103,6 +103,7 @@ _COLUMNS: Final = (
     "adopted, stored_bytes, dev, ino, listing"
 )
 _SELECT: Final = f"SELECT {ROW_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
+_SELECT_LISTED: Final = f"SELECT {ROW_COLUMNS}, dev, ino, listing FROM spill"  # noqa: S608
 _LIST_SQL: Final = (
     f"SELECT {LIST_COLUMNS} FROM spill WHERE session = ? ORDER BY created_at, spill_id"  # noqa: S608
 )
@@ -388,6 +389,26 @@ class Catalog:
             else:
                 metas[meta.spill_id] = meta
         return metas
+
+    def stale_listings(self, *, fix: bool) -> builtins.list[tuple[str, str]]:
+        """``(session, spill_id)`` of the rows whose listing is missing or disagrees with
+        their columns (the columns are the truth); ``fix`` rewrites those listings. A
+        corrupt row is left to the rest of ``check``."""
+        with _db_errors("cannot check the listings"):
+            conn = self._conn()
+            if not _has_listing(conn):
+                return []
+            stale = []
+            for row in conn.execute(f"{_SELECT_LISTED}").fetchall():
+                meta = row_meta(self._base, row)
+                if meta is not None and row[-1] != listing_of(meta):
+                    stale.append((meta, listing_of(meta)))
+            if fix and stale:
+                with self._write("cannot rewrite the listings") as conn:
+                    for meta, listing in stale:
+                        sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
+                        conn.execute(sql, (listing, meta.spill_id))
+        return [(meta.session, meta.spill_id) for meta, _ in stale]
 
     def shared(self) -> dict[str, str]:
         """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""

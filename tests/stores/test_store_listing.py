@@ -271,3 +271,23 @@ def test_a_version_3_catalog_that_cannot_be_written_is_read_as_it_is(
         db.execute("ROLLBACK")
         version = db.execute("PRAGMA user_version").fetchone()[0]
     assert version == 3
+
+
+def test_check_finds_a_listing_that_disagrees_with_its_columns(tmp_path: Path) -> None:
+    """The columns are the truth: a listing that says otherwise (or none) is reported by
+    check and rewritten by check --fix, and the list then says what the columns say."""
+    store = LocalStore(tmp_path / "store")
+    metas = _varied(store)
+    wrong = LISTING.pack(999, 9, 9, 1.0, b"\0" * 32, 0)
+    with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
+        db.execute("UPDATE spill SET listing = ? WHERE tool_call_id = '1'", (wrong,))
+        db.execute("UPDATE spill SET listing = NULL WHERE tool_call_id = '3'")
+        db.commit()
+    assert LocalStore(store.root).list("s")[0].total_bytes == 999
+    report = LocalStore(store.root).check()
+    stale = sorted(p.where for p in report.problems if "listing" in p.detail)
+    assert stale == sorted(f"s/{metas[n].spill_id}" for n in (0, 2))
+    assert not report.ok
+    assert LocalStore(store.root).check(fix=True).problems
+    assert LocalStore(store.root).check().ok
+    assert LocalStore(store.root).list("s") == metas
