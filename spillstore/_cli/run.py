@@ -245,13 +245,14 @@ def stream(
 
     service = TruncationService(store, chosen)
     accumulator = service.accumulator(tool_name=tool_name, tool_call_id=tool_call_id)
-    proc = _start(argv)
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    _widen_pipe(fd)
     meter = _Meter(accumulator, chosen.retention_bytes) if progress else None
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        with _signals_to(proc):
+        with _signals_to() as forward:  # before the start: no signal goes unhandled
+            proc = forward.attach(_start(argv))
+            assert proc.stdout is not None
+            fd = proc.stdout.fileno()
+            _widen_pipe(fd)
             while chunk := os.read(fd, READ_CHUNK_BYTES):
                 accumulator.write(chunk)
                 if meter is not None:
@@ -260,10 +261,12 @@ def stream(
     finally:
         if meter is not None:
             meter.close()
-        proc.stdout.close()
-        if proc.poll() is None:  # only after an unexpected error: do not leave it running
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            if proc.stdout is not None:
+                proc.stdout.close()
+            if proc.poll() is None:  # only after an unexpected error: do not leave it running
+                proc.kill()
+                proc.wait()
     suffix, exit_code = _status(returncode)
     result = accumulator.ok(suffix) if returncode == 0 else accumulator.error(suffix)
     return RunOutcome(result=result, exit_code=exit_code)
@@ -355,8 +358,52 @@ def _start(argv: list[str]) -> subprocess.Popen[bytes]:
         raise CliError(f"cannot run {argv[0]!r}: {reason}", EXIT_CANNOT_EXECUTE) from exc
 
 
+class _Forwarder:
+    """The signal handler of :func:`_signals_to`: Ctrl-C is left to the command, TERM/HUP
+    forwarded, a second Ctrl-C kills it. A signal that comes before the command has
+    started is kept and handled once it has (so none leaves the command running)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pending: list[int] = []
+        self._interrupts = 0
+
+    def attach(self, proc: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+        """Start forwarding to ``proc``, with what came before it started (a terminal's
+        Ctrl-C then did not reach the command: it is passed on too)."""
+        import signal  # noqa: PLC0415
+
+        self._proc = proc
+        pending, self._pending = self._pending, []
+        self._interrupts = pending.count(signal.SIGINT)
+        if self._interrupts >= 2:
+            proc.kill()
+            return proc
+        for signum in dict.fromkeys(pending):
+            proc.send_signal(signum)
+        return proc
+
+    def __call__(self, signum: int, frame: types.FrameType | None) -> None:
+        import signal  # noqa: PLC0415
+
+        proc = self._proc
+        if proc is None:
+            self._pending.append(signum)
+            return
+        if proc.poll() is not None:
+            return
+        if signum == signal.SIGINT:
+            self._interrupts += 1
+            if self._interrupts >= 2:
+                proc.kill()
+            elif not _in_terminal_foreground():
+                proc.send_signal(signum)
+        else:
+            proc.send_signal(signum)
+
+
 @contextmanager
-def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+def _signals_to() -> Iterator[_Forwarder]:
     """While the command runs: leave Ctrl-C to it, forward TERM/HUP, kill on a 2nd Ctrl-C.
 
     The terminal sends Ctrl-C to the whole foreground group, so the command already has
@@ -368,28 +415,14 @@ def _signals_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
+    forward = _Forwarder()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield forward
         return
-    interrupts = 0
-
-    def on_signal(signum: int, frame: types.FrameType | None) -> None:
-        nonlocal interrupts
-        if proc.poll() is not None:
-            return
-        if signum == signal.SIGINT:
-            interrupts += 1
-            if interrupts >= 2:
-                proc.kill()
-            elif not _in_terminal_foreground():
-                proc.send_signal(signum)
-        else:
-            proc.send_signal(signum)
-
     watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {signum: signal.signal(signum, on_signal) for signum in watched}
+    previous = {signum: signal.signal(signum, forward) for signum in watched}
     try:
-        yield
+        yield forward
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -584,8 +584,9 @@ def test_run_without_a_terminal_passes_an_interrupt_on_and_saves_the_output(
     """``spillstore run`` interrupted by a parent that is not a terminal (the signal
     reaches spillstore alone, as from ``kill -INT`` or an agent harness) hands the
     interrupt to the command, saves what it printed and exits with 130."""
+    started = store_dir.parent / "started"
     code = (
-        "import sys, time\nprint('started', flush=True)\n"
+        f"import sys, time\nprint('started', flush=True)\nopen({str(started)!r}, 'w').close()\n"
         "for i in range(600):\n    print('line', i, flush=True)\n    time.sleep(0.1)"
     )
     proc = subprocess.Popen(
@@ -598,7 +599,10 @@ def test_run_without_a_terminal_passes_an_interrupt_on_and_saves_the_output(
     )
     assert proc.stdout is not None
     try:
-        time.sleep(3.0)  # the command is running and printing (its start may be slow)
+        deadline = time.monotonic() + 60  # the command is running and printing
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
     finally:
@@ -628,3 +632,27 @@ def test_run_with_a_store_that_cannot_be_opened_still_runs_and_shows_a_preview(
     assert len(out.encode()) <= 4_000
     [warning] = result.stderr.decode().splitlines()
     assert warning.startswith("spillstore: warning: the store cannot be used")
+
+
+@pytest.mark.parametrize(
+    ("signals", "died_of"), [([signal.SIGINT], -signal.SIGINT), ([signal.SIGINT] * 2, -9)]
+)
+def test_a_signal_before_the_command_starts_reaches_it_once_it_has(
+    signals: list[int], died_of: int
+) -> None:
+    """``spillstore run`` handles signals from before it starts the command: one that
+    came in between is passed to the command once it runs (it would otherwise be left
+    running with nobody reading it); two interrupts kill it, as two Ctrl-C do."""
+    from spillstore._cli.run import _Forwarder
+
+    forward = _Forwarder()
+    for signum in signals:
+        forward(signum, None)  # delivered before the command exists
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        forward.attach(proc)
+        assert proc.wait(timeout=30) == died_of
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
