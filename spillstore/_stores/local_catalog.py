@@ -72,6 +72,14 @@ logger = logging.getLogger("spillstore")
 BUSY_TIMEOUT_SECONDS: Final = 60.0
 """How long a writer waits for another process's transaction (they last milliseconds)."""
 
+MMAP_BYTES: Final = 1 << 30
+"""How much of the catalog file SQLite reads through a memory map instead of copying
+pages into its cache: a list of 10,000 rows then takes ~90 page faults instead of
+400-1,400 (a fault costs ~4.5 us on this project's machine; RESULTS.md, issue 14,
+session 8). Pages are only read through the map: writes go through ``write``, and the
+``-shm`` file is always mapped in WAL mode anyway, so a file truncated under a reader
+by something other than SQLite was already a risk of the same kind."""
+
 ROW_CACHE_SIZE: Final = 4096
 """Rows a thread keeps while its connection's ``data_version`` stays the same."""
 
@@ -248,6 +256,7 @@ class Catalog:
             conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             _make_schema(conn)
         local.conn = conn
         local.pid = os.getpid()
