@@ -35,8 +35,10 @@ not answer a ``tools/list`` within ``probe_timeout`` seconds it is treated as hu
 stopped, and restarted on the next request. A restarted upstream is subscribed again to
 every resource URI a client holds.
 
-This module holds the tools side; the upstream connection and its restarts are in
-:mod:`spillstore.mcp.upstream`, what is forwarded as it is in :mod:`spillstore.mcp.forward`.
+This module holds the tools side; the spill tools' names and upstream tools that clash
+with them are in :mod:`spillstore.mcp.tool_names`, the upstream connection and its
+restarts in :mod:`spillstore.mcp.upstream`, what is forwarded as it is in
+:mod:`spillstore.mcp.forward`.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ from spillstore.mcp.fastpath import FastCalls
 from spillstore.mcp.forward import Notifications, Passthrough, ProxyServer, progress_forwarder
 from spillstore.mcp.launch import Launched
 from spillstore.mcp.server import mcp_result, serve_stdio, spill_tool_definitions
+from spillstore.mcp.tool_names import LateClashes, spill_names
 from spillstore.mcp.transport import StdioTransport
 from spillstore.mcp.upstream import Connection, Upstream, http_transport
 
@@ -198,6 +201,7 @@ class SpillProxy:
             on_tools_changed=self._forget_tools, subscriptions=self._passthrough.subscriptions
         )
         self._tools_cache: tuple[int, list[types.Tool]] | None = None
+        self._late_clashes = LateClashes()
         self._upstream: Upstream | None = None
         self._server: ProxyServer | None = None
         self._spill: SpillTools | None = None
@@ -243,7 +247,7 @@ class SpillProxy:
                 raise UpstreamUnavailable(
                     f"the upstream MCP server did not list its tools: {exc}"
                 ) from exc
-            names = self._spill_names({tool.name for tool in upstream_tools})
+            names = spill_names({tool.name for tool in upstream_tools}, self.prefix)
             if store is None:
                 store = unavailable_on_failure(lambda: store_for(self.settings), log)
             tools_kwargs: dict[str, Any] = {}
@@ -312,23 +316,6 @@ class SpillProxy:
             return None
         return conn
 
-    def _spill_names(self, upstream_names: set[str]) -> tuple[str, ...]:
-        names = SPILL_TOOL_NAMES
-        if upstream_names.isdisjoint(names):
-            return names
-        prefixed = tuple(f"{self.prefix}{name}" for name in names)
-        if not upstream_names.isdisjoint(prefixed):
-            raise ConfigError(
-                f"the upstream has tools named like the spill tools even with the prefix "
-                f"{self.prefix!r}; choose another prefix"
-            )
-        log.warning(
-            "spillstore proxy: the upstream has a tool named like a spill tool; the spill "
-            "tools are served as %s",
-            ", ".join(prefixed),
-        )
-        return prefixed
-
     def _build_server(self, init: types.InitializeResult) -> ProxyServer:
         caps = init.capabilities
         upstream_name = init.server_info.name if init.server_info else "upstream"
@@ -378,18 +365,10 @@ class SpillProxy:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         conn = await self._acquire()
-        spill = spill_tool_definitions(self.spill_tools)
-        own = {tool.name for tool in spill}
-        forwarded: list[types.Tool] = []
-        for tool in await self._list_upstream_tools(conn):
-            if tool.name in own:
-                log.warning(
-                    "spillstore proxy: upstream tool %r is hidden by the spill tool of that name",
-                    tool.name,
-                )
-                continue
-            forwarded.append(tool.model_copy(update={"output_schema": None}))
-        return types.ListToolsResult(tools=[*forwarded, *spill])
+        upstream = await self._list_upstream_tools(conn)
+        return types.ListToolsResult(
+            tools=self._late_clashes.merge(upstream, spill_tool_definitions(self.spill_tools))
+        )
 
     async def _acquire(self) -> Connection:
         assert self._upstream is not None
