@@ -33,7 +33,7 @@ and ``$XDG_CONFIG_HOME`` (else ``~/.config``) elsewhere. ``<goose dir>`` is
 on Windows, ``$XDG_CONFIG_HOME/goose`` (else ``~/.config/goose``) elsewhere. Project
 scopes are relative to the working directory. opencode's servers are under
 ``mcp.servers`` (its v2 layout, also where a new one goes) or directly under ``mcp``
-(v1), whichever the file uses.
+(v1), whichever the file uses; a file with both has both read and edited in place.
 
 Pure: the paths are computed, not looked at (except opencode's ``.jsonc`` spelling,
 which the caller picks through ``exists``).
@@ -151,7 +151,7 @@ def _opencode(place: Place, scope: str, exists: Callable[[Path], bool]) -> tuple
     path = folder / "opencode.json"
     if not exists(path) and exists(folder / "opencode.jsonc"):
         path = folder / "opencode.jsonc"
-    return path, JsonFormat(("mcp", "servers"), ("mcp",))
+    return path, JsonFormat(("mcp", "servers"), ("mcp",), mixed=True)
 
 
 _BOTH = ("user", "project")
@@ -221,7 +221,7 @@ CLIENTS: dict[str, Client] = {
         Client(
             "zed",
             "Zed",
-            Flavor(stdio_type=None),
+            Flavor(stdio_type=None, nested_command=True),
             _BOTH,
             _user_or_project(
                 lambda p: _zed_dir(p) / "settings.json",
