@@ -11,7 +11,9 @@ first (one request, no retries, short timeouts; the other requests still fail fa
 meanwhile). If the probe fails, the pause doubles, up to a maximum; if it answers, the
 request goes on. A failure within one pause of that recovery doubles the pause too, so
 an endpoint that answers probes but fails writes costs one full failure per pause, not
-one per call.
+one per call. Requests already under way when the pause began (a list reads sidecars
+eight at a time, an upload sends parts side by side) fail on their own and leave the
+pause as it is.
 
 The numbers (defaults of :class:`~spillstore._stores.s3_store.S3Store`): the first pause
 is :data:`OUTAGE_PAUSE_SECONDS` (15 s: a blip costs the next few tool calls their
@@ -95,10 +97,17 @@ def admit(state: Outage, now: float) -> tuple[Decision, Outage]:
 def after_failure(
     state: Outage, now: float, reason: str, *, first_pause: float, max_pause: float
 ) -> Outage:
-    """The state after a request (or probe) found the endpoint down: paused for twice
-    the last pause (at most ``max_pause``) while the breaker is open or within one pause
-    of a recovery, else for ``first_pause``."""
-    recent = state.retry_at is not None or (
+    """The state after a request (or probe) found the endpoint down.
+
+    1. Already paused, and no probe running: the same state (a request let through
+       before the pause began, finishing now, says nothing new).
+    2. The probe failed, or a request failed within one pause of a recovery: paused for
+       twice the last pause, at most ``max_pause``.
+    3. Otherwise: paused for ``first_pause``.
+    """
+    if state.retry_at is not None and not state.probing:
+        return state
+    recent = state.probing or (
         state.recovered_at is not None and now - state.recovered_at < state.pause_seconds
     )
     pause = min(2 * state.pause_seconds, max_pause) if recent else first_pause
@@ -181,15 +190,18 @@ class Breaker:
     def failed(self, reason: str) -> None:
         """Record a request that found the endpoint down (its retries spent)."""
         with self._lock:
+            before = self._state
             self._state = after_failure(
-                self._state,
+                before,
                 self._clock(),
                 reason,
                 first_pause=self._first_pause,
                 max_pause=self._max_pause,
             )
+            opened = self._state is not before
             pause = self._state.pause_seconds
-        logger.warning("the store failed (%s); requests fail fast for %.0f s", reason, pause)
+        if opened:
+            logger.warning("the store failed (%s); requests fail fast for %.0f s", reason, pause)
 
     def _refusal(self, state: Outage) -> StoreError:
         wait = 0.0 if state.retry_at is None else max(0.0, state.retry_at - self._clock())

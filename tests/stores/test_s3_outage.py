@@ -205,6 +205,24 @@ def test_an_answering_endpoint_that_fails_writes_pauses_longer_each_time(
     assert pauses == [15, 30, 60, 120, 240, 300, 300, 300]
 
 
+def test_requests_already_running_when_the_endpoint_fails_do_not_lengthen_the_pause(
+    make_s3: MakeS3, fault_proxy: FaultProxy
+) -> None:
+    """A list reads many sidecars at once: when they all fail, the pause is the first
+    one, not doubled per request."""
+    clock = Clock()
+    store = make_s3(endpoint=fault_proxy.url, clock=clock, retry_config=NO_RETRIES)
+    for n in range(12):
+        store.put(f"output {n}", **{**KW, "tool_call_id": f"call-{n}"})
+    fresh = make_s3(endpoint=fault_proxy.url, clock=clock, retry_config=NO_RETRIES)
+    fault_proxy.rule = lambda n, method, path: None if "delimiter" in path else "503"
+    with pytest.raises(StoreError):
+        fresh.list("s1")
+    assert fresh._bucket.breaker is not None
+    assert fresh._bucket.breaker.state.pause_seconds == OUTAGE_PAUSE_SECONDS
+    assert sum(r.action == "503" for r in fault_proxy.requests) > 1  # several in flight
+
+
 def test_without_a_pause_every_request_tries_the_endpoint(
     make_s3: MakeS3, fault_proxy: FaultProxy
 ) -> None:
@@ -247,18 +265,22 @@ def test_the_pause_doubles_within_its_bounds_and_one_request_probes(
     events: list[tuple[str, float]],
 ) -> None:
     """Whatever happens, a pause is the first one or twice the last (at most the maximum),
-    a failure while paused never shortens it, a request is refused exactly while the
-    pause runs or another request probes, and a good probe closes the breaker."""
+    a failed probe doubles it, a request that fails once the pause began leaves it as
+    it is, a request is refused exactly while the pause runs or another request probes,
+    and a good probe closes the breaker."""
     state, now = CLOSED, 0.0
     for event, elapsed in events:
         now += elapsed
         if event == "fail":
             before = state
             state = after_failure(state, now, "down", first_pause=15, max_pause=300)
+            if before.retry_at is not None and not before.probing:
+                assert state == before  # a request let through before the pause
+                continue
             assert state.pause_seconds in (15, min(2 * before.pause_seconds, 300))
-            if before.retry_at is not None:
-                assert state.pause_seconds >= before.pause_seconds
-            if before.retry_at is None and (
+            if before.probing:
+                assert state.pause_seconds == min(2 * before.pause_seconds, 300)
+            if not before.probing and (
                 before.recovered_at is None or now - before.recovered_at >= before.pause_seconds
             ):
                 assert state.pause_seconds == 15
