@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import logging
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -207,7 +208,8 @@ class Breaker:
         wait = 0.0 if state.retry_at is None else max(0.0, state.retry_at - self._clock())
         error = StoreError(
             errno.EHOSTDOWN,
-            f"the store is down, not tried again for {wait:.0f} s (last failure: {state.reason})",
+            f"the store is down, not tried again for {math.ceil(wait)} s (last failure: "
+            f"{state.reason})",
         )
         error.__cause__ = ConnectionError(state.reason)
         return error
