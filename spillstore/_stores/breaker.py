@@ -18,8 +18,8 @@ pause as it is.
 The numbers (defaults of :class:`~spillstore._stores.s3_store.S3Store`): the first pause
 is :data:`OUTAGE_PAUSE_SECONDS` (15 s: a blip costs the next few tool calls their
 spill, no more), doubling to :data:`OUTAGE_MAX_PAUSE_SECONDS` (300 s: a store that comes
-back is used again within 5 minutes). In a 20-minute outage that is about 8 probes of at
-most a few seconds each, instead of 20 full retry budgets.
+back is used again within 5 minutes). In a 20-minute outage that is at most 7 probes of
+a few seconds each, instead of a full retry budget per request.
 
 The decisions are pure functions of a frozen :class:`Outage` and ``now``
 (:func:`admit`, :func:`after_failure`, :func:`after_probe`); :class:`Breaker` holds the
