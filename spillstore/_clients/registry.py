@@ -23,7 +23,7 @@ codex           project   ``.codex/config.toml``                              [m
 zed             user      ``<zed dir>/settings.json`` (JSONC)                 context_servers
 zed             project   ``.zed/settings.json`` (JSONC)                      context_servers
 opencode        user      ``~/.config/opencode/opencode.json[c]``             mcp.servers
-opencode        project   ``opencode.json[c]``, ``.opencode/opencode.json[c]``  mcp.servers
+opencode        project   ``[.opencode/]opencode.json[c]``                    mcp.servers
 goose           user      ``<goose dir>/config.yaml`` (YAML)                  extensions
 ==============  ========  ==================================================  ===========
 
