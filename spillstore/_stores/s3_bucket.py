@@ -307,9 +307,9 @@ class Bucket:
     ) -> Iterator[None]:
         """:func:`s3_errors` for the requests in the block, behind the breaker: they fail
         fast while the endpoint is known to be down, and an outage (:func:`is_outage`)
-        among them opens the breaker. Blocks do not nest. ``forced`` requests go even
-        then, and leave the breaker as it is (reading back what a write that timed out
-        did).
+        among them opens the breaker (once: a block around another one that failed sees
+        the breaker open already). ``forced`` requests go even then, and leave the
+        breaker as it is (reading back what a write that timed out did).
 
         Raises:
             StoreError: the endpoint is known to be down, or a request failed.
