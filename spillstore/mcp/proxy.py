@@ -80,7 +80,14 @@ from spillstore.mcp.launch import Launched
 from spillstore.mcp.server import mcp_result, serve_stdio, spill_tool_definitions
 from spillstore.mcp.tool_names import LateClashes, spill_names
 from spillstore.mcp.transport import StdioTransport
-from spillstore.mcp.upstream import Connection, Upstream, http_transport
+from spillstore.mcp.upstream import (
+    REMOTE,
+    STDIO,
+    Connection,
+    Upstream,
+    Words,
+    http_transport,
+)
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -236,6 +243,7 @@ class SpillProxy:
                 on_message=self._notifications.on_upstream_message,
                 max_restarts=self.max_restarts,
                 start_timeout=self.start_timeout,
+                words=STDIO if self.url is None else REMOTE,
             )
             self._upstream = await stack.enter_async_context(upstream)
             upstream.on_restart = self._notifications.restarted
@@ -293,6 +301,10 @@ class SpillProxy:
         if self._spill is None:
             raise UsageError("enter the proxy (async with SpillProxy(...)) before using it")
         return self._spill
+
+    @property
+    def _words(self) -> Words:
+        return STDIO if self._upstream is None else self._upstream.words
 
     @property
     def restarts(self) -> int:
@@ -440,10 +452,11 @@ class SpillProxy:
         """The result of a call the upstream's end interrupted."""
         how = await conn.describe_end()
         left = self.max_restarts - self.restarts
+        words = self._words
         then = (
-            f"it will be restarted on the next call ({left} restart(s) left)"
+            f"it will be {words.again} on the next call ({left} {words.times} left)"
             if left > 0
-            else "it will not be restarted (no restarts left)"
+            else f"it will not be {words.again} (no {words.times} left)"
         )
         return _error(
             f"{_PREFIX} the upstream MCP server {how} while running {name!r}; "
@@ -454,8 +467,8 @@ class SpillProxy:
         """The result of a call that timed out (after probing whether the server hangs)."""
         hung = await self._probe(conn)
         then = (
-            "it does not answer at all now, so it was stopped and will be "
-            "restarted on the next call"
+            f"it does not answer at all now, so {self._words.stopped} and will be "
+            f"{self._words.again} on the next call"
             if hung
             else "the call was cancelled; the server still answers other requests"
         )
