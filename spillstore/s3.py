@@ -52,6 +52,15 @@ benchmarks/RESULTS.md): it opened one connection per task and was slower at 200
 concurrent reads, and its futures are asyncio-only while the store's async API runs on
 any anyio backend.
 
+When the endpoint stops answering (connections refused or hanging, 5xx once the
+retries are spent), the store opens a circuit breaker: for ``outage_pause`` seconds
+(default :data:`OUTAGE_PAUSE_SECONDS`) every request fails at once with a
+``StoreError`` naming the failure, so a tool call gets its "NOT saved" preview without
+waiting and a read of an earlier spill a short error. The first request after the pause
+probes the endpoint with one HEAD (no retries, a 5 s timeout); each failed probe doubles
+the pause, up to :data:`OUTAGE_MAX_PAUSE_SECONDS`, and an endpoint that answers is used
+again at once.
+
 Every key is built by one function that refuses empty or ``.``/``..`` segments,
 backslashes, NUL and other control characters, and keys over 1,024 UTF-8 bytes.
 
@@ -67,6 +76,21 @@ except ImportError as exc:  # pragma: no cover - the test environment has obstor
     raise ImportError('spillstore.s3 needs obstore: pip install "spillstore[s3]"') from exc
 
 from spillstore._stores.s3_bucket import check_key
-from spillstore._stores.s3_store import DEFAULT_PREFIX, PART_BYTES, UPLOAD_CONCURRENCY, S3Store
+from spillstore._stores.s3_store import (
+    DEFAULT_PREFIX,
+    OUTAGE_MAX_PAUSE_SECONDS,
+    OUTAGE_PAUSE_SECONDS,
+    PART_BYTES,
+    UPLOAD_CONCURRENCY,
+    S3Store,
+)
 
-__all__ = ["DEFAULT_PREFIX", "PART_BYTES", "UPLOAD_CONCURRENCY", "S3Store", "check_key"]
+__all__ = [
+    "DEFAULT_PREFIX",
+    "OUTAGE_MAX_PAUSE_SECONDS",
+    "OUTAGE_PAUSE_SECONDS",
+    "PART_BYTES",
+    "UPLOAD_CONCURRENCY",
+    "S3Store",
+    "check_key",
+]

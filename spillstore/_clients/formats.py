@@ -81,12 +81,18 @@ class JsonFormat(Format):
     and, unless it is the last, is not itself a server entry; a new section goes at
     ``sections[0]``.
 
+    With ``mixed``, when the first section is found, the server entries directly in the
+    second one count too (opencode: entries left under ``mcp`` in its v1 layout beside
+    the v2 ``mcp.servers``); each is edited where it stands, and a name in both is an
+    error (which one the client runs is not known).
+
     The last text parsed is kept with its tree, so the reads and the edit of one command
     parse a large file (Claude Code's ``~/.claude.json`` holds the history) once.
     """
 
-    def __init__(self, *sections: tuple[str, ...]) -> None:
+    def __init__(self, *sections: tuple[str, ...], mixed: bool = False) -> None:
         self.sections = sections
+        self.mixed = mixed and len(sections) > 1
         self._last: tuple[str, jsonc.Node] | None = None
 
     def _root(self, text: str, where: str) -> jsonc.Node:
@@ -114,12 +120,36 @@ class JsonFormat(Format):
                 return node
         return None
 
-    def _nodes(self, text: str) -> dict[str, jsonc.Node]:
-        section = self._section(text)
-        return {} if section is None else {m.key: m.value for m in section.members or []}
+    def _nodes(self, text: str, where: str = "config") -> dict[str, jsonc.Node]:
+        section = self._section(text, where)
+        if section is None:
+            return {}
+        nodes = {m.key: m.value for m in section.members or []}
+        if self.mixed:
+            outer: jsonc.Node | None = self._root(text, where)
+            for key in self.sections[1]:
+                member = outer.member(key) if outer is not None else None
+                outer = member.value if member is not None else None
+            beside = [
+                m
+                for m in (outer.members or [] if outer is not None and outer is not section else [])
+                if m.value is not section and _is_entry(m.value.value)
+            ]
+            for member in beside:
+                if member.key in nodes:
+                    inner, label = ".".join(self.sections[0]), ".".join(self.sections[1])
+                    raise ClientConfigError(
+                        f"{where}: server {member.key!r} is both in {inner} and directly in "
+                        f"{label}; keep one",
+                        path=where,
+                    )
+            nodes.update({m.key: m.value for m in beside})
+        return nodes
 
     def entries(self, text: str, where: str) -> dict[str, Any]:
-        section = self._section(text, where)
+        if self.mixed:
+            return {name: node.value for name, node in self._nodes(text, where).items()}
+        section = self._section(text, where)  # without walking its members
         return {} if section is None else dict(section.value)
 
     def entry_texts(self, text: str, names: Iterable[str]) -> dict[str, str]:
@@ -160,7 +190,7 @@ class JsonFormat(Format):
                 node = member.value
         section = self._section(text)
         assert section is not None
-        if section.member(name) is not None:
+        if name in self._nodes(text):
             raise ClientConfigError(f"a server named {name!r} is already configured", path=name)
         return jsonc.insert_member(text, section, name, value)
 

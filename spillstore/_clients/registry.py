@@ -23,7 +23,7 @@ codex           project   ``.codex/config.toml``                              [m
 zed             user      ``<zed dir>/settings.json`` (JSONC)                 context_servers
 zed             project   ``.zed/settings.json`` (JSONC)                      context_servers
 opencode        user      ``~/.config/opencode/opencode.json[c]``             mcp.servers
-opencode        project   ``opencode.json[c]``                                mcp.servers
+opencode        project   ``[.opencode/]opencode.json[c]``                    mcp.servers
 goose           user      ``<goose dir>/config.yaml`` (YAML)                  extensions
 ==============  ========  ==================================================  ===========
 
@@ -33,10 +33,12 @@ and ``$XDG_CONFIG_HOME`` (else ``~/.config``) elsewhere. ``<goose dir>`` is
 on Windows, ``$XDG_CONFIG_HOME/goose`` (else ``~/.config/goose``) elsewhere. Project
 scopes are relative to the working directory. opencode's servers are under
 ``mcp.servers`` (its v2 layout, also where a new one goes) or directly under ``mcp``
-(v1), whichever the file uses.
+(v1), whichever the file uses; a file with both has both read and edited in place.
 
-Pure: the paths are computed, not looked at (except opencode's ``.jsonc`` spelling,
-which the caller picks through ``exists``).
+Pure: the paths are computed, not looked at (except opencode's ``.jsonc`` spelling and
+its project ``.opencode/`` folder, the first existing of ``opencode.json``,
+``opencode.jsonc``, ``.opencode/opencode.json``, ``.opencode/opencode.jsonc``, which
+the caller picks through ``exists``).
 """
 
 from __future__ import annotations
@@ -147,11 +149,13 @@ def _goose_config(place: Place) -> Path:
 
 
 def _opencode(place: Place, scope: str, exists: Callable[[Path], bool]) -> tuple[Path, Format]:
-    folder = place.cwd if scope == "project" else place.xdg_config() / "opencode"
-    path = folder / "opencode.json"
-    if not exists(path) and exists(folder / "opencode.jsonc"):
-        path = folder / "opencode.jsonc"
-    return path, JsonFormat(("mcp", "servers"), ("mcp",))
+    folders = [place.xdg_config() / "opencode"]
+    if scope == "project":
+        folders = [place.cwd, place.cwd / ".opencode"]
+    names = ("opencode.json", "opencode.jsonc")
+    found = [folder / name for folder in folders for name in names]
+    path = next((path for path in found if exists(path)), found[0])
+    return path, JsonFormat(("mcp", "servers"), ("mcp",), mixed=True)
 
 
 _BOTH = ("user", "project")
@@ -221,7 +225,7 @@ CLIENTS: dict[str, Client] = {
         Client(
             "zed",
             "Zed",
-            Flavor(stdio_type=None),
+            Flavor(stdio_type=None, nested_command=True),
             _BOTH,
             _user_or_project(
                 lambda p: _zed_dir(p) / "settings.json",

@@ -78,6 +78,9 @@ class Flavor:
             ``timeout``, ``description``).
         name_key: where a new entry repeats its own name, when the client wants that
             (Goose: ``name``).
+        nested_command: the command may also be an object ``{"path", "args", "env"}``
+            (Zed's older form, which Zed still reads): such an entry is read, wrapped and
+            given back in that form.
     """
 
     url_keys: tuple[str, ...] = ("url",)
@@ -90,6 +93,7 @@ class Flavor:
     command_key: str = "command"
     new_fields: tuple[tuple[str, Any], ...] = ()
     name_key: str | None = None
+    nested_command: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,20 +150,48 @@ class Wrapped:
 
 def _argv(entry: dict[str, Any], flavor: Flavor) -> list[str] | None:
     """The entry's command line (program first), or None when it has none."""
+    nested = _nested(entry, flavor)
+    if nested is not None:
+        path, args = nested.get("path"), nested.get("args", [])
+        return [path, *args] if isinstance(path, str) and path and _words(args) else None
     command = entry.get(flavor.command_key)
     if flavor.command_list:
-        if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
+        if isinstance(command, list) and command and _words(command):
             return list(command)
         return None
     args = entry.get("args", [])
-    if (
-        isinstance(command, str)
-        and command
-        and isinstance(args, list)
-        and all(isinstance(a, str) for a in args)
-    ):
+    if isinstance(command, str) and command and _words(args):
         return [command, *args]
     return None
+
+
+def _words(args: Any) -> bool:
+    return isinstance(args, list) and all(isinstance(a, str) for a in args)
+
+
+def _nested(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
+    """The command object of an entry in Zed's older form, else None."""
+    command = entry.get(flavor.command_key)
+    return dict(command) if flavor.nested_command and isinstance(command, dict) else None
+
+
+def _set_argv(entry: dict[str, Any], flavor: Flavor, argv: list[str]) -> dict[str, Any]:
+    """``entry`` running ``argv``, written in the entry's own form (its ``args`` only
+    when there are arguments)."""
+    new = dict(entry)
+    nested = _nested(entry, flavor)
+    if flavor.command_list and nested is None:
+        new[flavor.command_key] = argv
+        return new
+    target = new if nested is None else nested
+    target[flavor.command_key if nested is None else "path"] = argv[0]
+    if argv[1:]:
+        target["args"] = argv[1:]
+    else:
+        target.pop("args", None)
+    if nested is not None:
+        new[flavor.command_key] = nested
+    return new
 
 
 def _program(path: str) -> str:
@@ -328,13 +360,7 @@ def _remote(
 def _with_command(
     entry: dict[str, Any], flavor: Flavor, head: list[str], tail: list[str]
 ) -> dict[str, Any]:
-    new = dict(entry)
-    if flavor.command_list:
-        new[flavor.command_key] = [*head, *tail]
-    else:
-        new[flavor.command_key] = head[0]
-        new["args"] = [*head[1:], *tail]
-    return new
+    return _set_argv(entry, flavor, [*head, *tail])
 
 
 def new_entry(
@@ -366,17 +392,7 @@ def unwrap(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
         return _unwrap_remote(entry, flavor, found)
     if not found.command:
         return None
-    new = dict(entry)
-    if flavor.command_list:
-        new[flavor.command_key] = list(found.command)
-        return new
-    new[flavor.command_key] = found.command[0]
-    args = list(found.command[1:])
-    if args:
-        new["args"] = args
-    else:
-        new.pop("args", None)
-    return new
+    return _set_argv(entry, flavor, list(found.command))
 
 
 def _unwrap_remote(entry: dict[str, Any], flavor: Flavor, found: Wrapped) -> dict[str, Any] | None:

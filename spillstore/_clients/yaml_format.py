@@ -4,21 +4,29 @@ The file is parsed with PyYAML's composer, which gives each node's place in the 
 Only the entries that change are rewritten; everything else (comments, quoting,
 spacing, CRLF, the other settings) stays byte for byte:
 
-- a changed entry's value (from the colon after its name to the end of its last value)
-  is written anew in block style at the entry's indentation (comments inside that one
-  entry go with it; the backup keeps them, and :meth:`YamlFormat.edit` puts the exact
-  original text back);
+- a changed entry written as a block mapping is patched key by key, like the JSON
+  entries: a changed key's value is written anew in block style where it stands, a
+  removed key goes, a new key comes after the last one, and the comments between its
+  keys stay; any other entry (``{...}``, empty) has its value (from the colon after its
+  name to the end of its last value) written anew in block style at the entry's
+  indentation. The backup keeps the exact original text, and :meth:`YamlFormat.edit`
+  puts it back;
 - a new entry goes after the last one, at the same indentation.
 
 Every edit is read back before it is returned: a text that does not parse to exactly
 the intended entries is an error, never a file. Anchors and aliases inside the section
 are refused (an entry that shares a node with another cannot be edited alone).
 
+Booleans are YAML 1.2's, as Goose (serde_yaml) reads them: only ``true``/``false``;
+``yes``, ``no``, ``on``, ``off`` are text (PyYAML's YAML 1.1 would make them booleans,
+and a rewritten entry would then say ``true`` where Goose read ``"on"``).
+
 Pure: text in, text out.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,6 +38,21 @@ from spillstore._clients.formats import Format, match_newlines
 __all__ = ["YamlFormat"]
 
 _Span = tuple[int, int]
+
+
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no types here
+    """PyYAML's safe loader with YAML 1.2 booleans (``true``/``false`` only)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
 
 
 def _end(node: Any, text: str) -> int:
@@ -60,6 +83,39 @@ def _render(value: Any, indent: int) -> str:
     return "\n".join(" " * indent + line if line else line for line in lines)
 
 
+def _line_end(text: str, index: int) -> int:
+    """The end of the line holding ``index`` (before its ``\r\n`` or ``\n``)."""
+    end = text.find("\n", index)
+    if end < 0:
+        return len(text)
+    return end - 1 if end > index and text[end - 1] == "\r" else end
+
+
+def _patch(text: str, node: Any, old: Any, new: dict[str, Any]) -> list[tuple[_Span, str]] | None:
+    """The pieces that turn entry ``node`` (whose value is ``old``) into ``new`` key by
+    key, or None when it is not a block mapping of distinct text keys."""
+    if not (isinstance(node, yaml.MappingNode) and not node.flow_style and node.value):
+        return None
+    keys = {k.value: (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+    if not isinstance(old, dict) or len(keys) != len(node.value) or set(keys) != set(old):
+        return None
+    indent = node.value[0][0].start_mark.column
+    pieces: list[tuple[_Span, str]] = []
+    for name, (key, value) in keys.items():
+        if name not in new:  # from the end of the line before to the end of the value
+            start = text.rfind("\n", 0, key.start_mark.index)
+            start -= 1 if start > 0 and text[start - 1] == "\r" else 0
+            pieces.append(((start, _end(value, text)), ""))
+        elif new[name] != old[name]:
+            piece = _render({name: new[name]}, indent)[indent:]
+            pieces.append(((key.start_mark.index, _end(value, text)), piece))
+    added = {name: item for name, item in new.items() if name not in keys}
+    if added:
+        at = _line_end(text, _end(node.value[-1][1], text))
+        pieces.append(((at, at), "\n" + _render(added, indent)))
+    return pieces
+
+
 class YamlFormat(Format):
     """Servers as the members of one top-level YAML mapping (Goose: ``extensions``)."""
 
@@ -68,7 +124,7 @@ class YamlFormat(Format):
 
     def _load(self, text: str, where: str) -> Any:
         try:
-            return yaml.safe_load(text)
+            return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
         except (yaml.YAMLError, RecursionError) as exc:
             raise ClientConfigError(
                 f"{where}: not valid YAML: {_one_line(exc)}", path=where
@@ -77,7 +133,7 @@ class YamlFormat(Format):
     def _nodes(self, text: str, where: str = "config") -> tuple[Any, Any, Any]:
         """The root node, the section's key node and its value node (None when absent)."""
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
+            root = yaml.compose(text, Loader=_Loader)
         except (yaml.YAMLError, RecursionError) as exc:
             raise ClientConfigError(
                 f"{where}: not valid YAML: {_one_line(exc)}", path=where
@@ -94,7 +150,7 @@ class YamlFormat(Format):
 
     def _no_anchors(self, text: str, node: Any, where: str) -> None:
         start, end = node.start_mark.index, _end(node, text)
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in yaml.parse(text, Loader=_Loader):
             if not start <= event.start_mark.index < end:
                 continue
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
@@ -153,8 +209,13 @@ class YamlFormat(Format):
         self._editable(text)
         members = self._members(text)
         pieces: list[tuple[_Span, str]] = []
+        current = self.entries(text, "config")
         for name, value in values.items():
             key, node = members[name]
+            patch = _patch(text, node, current[name], value)
+            if patch is not None:
+                pieces += patch
+                continue
             indent = key.start_mark.column + 2
             if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
                 indent = node.value[0][0].start_mark.column  # the entry's own indentation
@@ -164,7 +225,7 @@ class YamlFormat(Format):
         new = text
         for (start, end), piece in sorted(pieces, reverse=True):
             new = new[:start] + match_newlines(text, piece) + new[end:]
-        expected = {**self.entries(text, "config"), **values}
+        expected = {**current, **values}
         for name in originals:
             expected.pop(name)
         self._check(new, expected, skip=set(originals))

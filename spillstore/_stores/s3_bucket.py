@@ -13,6 +13,7 @@ import builtins
 import contextlib
 import errno
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, Literal, TypeVar
@@ -22,6 +23,7 @@ import obstore
 from obstore.exceptions import (
     AlreadyExistsError,
     BaseError,
+    GenericError,
     PermissionDeniedError,
     PreconditionError,
     UnauthenticatedError,
@@ -32,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from spillstore._core.cache import BoundedCache
 from spillstore._core.ids import is_session, validate_session
 from spillstore._errors import ConfigError, SpillstoreError, StoreError
+from spillstore._stores.breaker import Breaker
 from spillstore._stores.errors import expired_error
 from spillstore._stores.meta import (
     MAX_SIDECAR_BYTES,
@@ -52,7 +55,9 @@ __all__ = [
     "check_printable",
     "describe",
     "fan_out",
+    "is_outage",
     "is_panic",
+    "probe",
     "put_new",
     "s3_errors",
     "validate_prefix",
@@ -193,6 +198,33 @@ def s3_errors(action: str, *, writing: bool = False) -> Iterator[None]:
         raise StoreError(errno.EIO, f"{action}: obstore failed: {exc}") from exc
 
 
+_STATUS: Final = re.compile(r"status code: (\d{3})")
+
+
+def is_outage(exc: BaseException | None) -> bool:
+    """Whether obstore's ``exc`` says the endpoint is unreachable or failing: a
+    connection error, a timeout or a 5xx, retries spent (obstore raises these as
+    ``GenericError``, and an upload's as a bare ``OSError`` without an errno). A reply
+    that says no (a 4xx: missing, refused, precondition) is not."""
+    foreign = type(exc) is OSError and exc.errno is None
+    if not (isinstance(exc, GenericError) or foreign):
+        return False
+    found = _STATUS.search(str(exc))
+    return found is None or int(found.group(1)) >= 500
+
+
+def probe(objects: ObjectStore, key: str) -> str | None:
+    """One HEAD request for ``key`` (a missing object is fine): None if the endpoint
+    answered, else why not (it never raises; ``objects`` should not retry)."""
+    try:
+        obstore.head(objects, key)
+    except BaseException as exc:  # a panic is a BaseException
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        return describe(exc) if is_outage(exc) or is_panic(exc) else None
+    return None
+
+
 def is_panic(exc: BaseException) -> bool:
     """Whether ``exc`` is pyo3's ``PanicException`` (obstore's Rust code panicked): a
     ``BaseException``, so ``except Exception`` lets it through."""
@@ -245,11 +277,13 @@ class Bucket:
     Args:
         objects: the obstore handle (it adds the prefix to every key itself).
         prefix: the validated prefix, for measuring keys.
+        breaker: the store's circuit breaker (None: every request tries the endpoint).
     """
 
-    def __init__(self, objects: ObjectStore, prefix: str) -> None:
+    def __init__(self, objects: ObjectStore, prefix: str, breaker: Breaker | None = None) -> None:
         self.objects = objects
         self.prefix = prefix
+        self.breaker = breaker
         self._sessions: BoundedCache[str, str] = BoundedCache(CACHE_SIZE)
         # spill id -> (sha256, created_at, data token, sidecar ETag)
         self._tokens: BoundedCache[str, tuple[str, float, str, str | None]] = BoundedCache(
@@ -267,6 +301,33 @@ class Bucket:
             raise ConfigError(f"key {key!r} under prefix {self.prefix!r} is too long")
         return key
 
+    @contextlib.contextmanager
+    def request(
+        self, action: str, *, writing: bool = False, forced: bool = False
+    ) -> Iterator[None]:
+        """:func:`s3_errors` for the requests in the block, behind the breaker: they fail
+        fast while the endpoint is known to be down, and an outage (:func:`is_outage`)
+        among them opens the breaker (once: a block around another one that failed sees
+        the breaker open already). ``forced`` requests go even then, and leave the
+        breaker as it is (reading back what a write that timed out did).
+
+        Raises:
+            StoreError: the endpoint is known to be down, or a request failed.
+        """
+        breaker = self.breaker
+        if breaker is None or forced:
+            with s3_errors(action, writing=writing):
+                yield
+            return
+        breaker.admit()
+        try:
+            with s3_errors(action, writing=writing):
+                yield
+        except StoreError as exc:
+            if is_outage(exc.__cause__):
+                breaker.failed(exc.strerror or describe(exc))
+            raise
+
     def remember(
         self, spill_id: str, session: str, meta: SpillMeta, token: str, e_tag: str | None
     ) -> None:
@@ -283,10 +344,13 @@ class Bucket:
         fetched = self.get_tagged(key, limit, what)
         return None if fetched is None else fetched[0]
 
-    def get_tagged(self, key: str, limit: int, what: str) -> tuple[bytes, str | None] | None:
-        """GET a whole small object and its ETag; None if it does not exist."""
+    def get_tagged(
+        self, key: str, limit: int, what: str, *, forced: bool = False
+    ) -> tuple[bytes, str | None] | None:
+        """GET a whole small object and its ETag; None if it does not exist (``forced``:
+        see :meth:`request`)."""
         try:
-            with s3_errors(f"cannot read {what}"):
+            with self.request(f"cannot read {what}", forced=forced):
                 result = obstore.get(self.objects, key)
                 if result.meta["size"] > limit:
                     raise StoreError(
@@ -296,12 +360,16 @@ class Bucket:
         except FileNotFoundError:
             return None
 
-    def load(self, session: str, spill_id: str) -> tuple[SpillMeta, str] | None:
-        """Read a sidecar: (metadata, data token), or None if there is none."""
+    def load(
+        self, session: str, spill_id: str, *, forced: bool = False
+    ) -> tuple[SpillMeta, str] | None:
+        """Read a sidecar: (metadata, data token), or None if there is none (``forced``:
+        see :meth:`request`)."""
         fetched = self.get_tagged(
             self.key(session, f"{spill_id}.json"),
             MAX_SIDECAR_BYTES,
             f"the sidecar of spill {spill_id}",
+            forced=forced,
         )
         if fetched is None:
             return None
@@ -328,7 +396,7 @@ class Bucket:
     def forget_tombstone(self, session: str, spill_id: str) -> None:
         """Remove the tombstone of a spill stored again; a failure is only logged."""
         try:
-            with s3_errors("cannot remove a tombstone"):
+            with self.request("cannot remove a tombstone"):
                 obstore.delete(self.objects, self.key(session, f"{spill_id}.gone"))
         except (StoreError, FileNotFoundError) as exc:  # harmless: the sidecar wins
             logger.warning("stale tombstone of spill %s left: %s", spill_id, exc)
@@ -394,7 +462,7 @@ class Bucket:
 
     def list_keys(self, prefix: str | None) -> tuple[builtins.list[str], builtins.list[Any]]:
         """List one level under ``prefix``: (sub-prefix names, objects)."""
-        with s3_errors("cannot list spills"):
+        with self.request("cannot list spills"):
             listing = obstore.list_with_delimiter(
                 self.objects, None if prefix is None else prefix + "/"
             )
@@ -410,7 +478,7 @@ class Bucket:
         """A function that deletes the object ``key`` (and returns True)."""
 
         def remove() -> bool:
-            with s3_errors(f"cannot remove {key}"):
+            with self.request(f"cannot remove {key}"):
                 obstore.delete(self.objects, key)
             return True
 

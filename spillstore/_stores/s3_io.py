@@ -20,12 +20,12 @@ import tempfile
 from typing import IO, TYPE_CHECKING, Final
 
 import obstore
-from obstore.exceptions import AlreadyExistsError, BaseError
+from obstore.exceptions import AlreadyExistsError
 
 from spillstore._errors import SpillstoreError, StoreError
 from spillstore._stores.backend import MappedReader
 from spillstore._stores.meta import SpillMeta
-from spillstore._stores.s3_bucket import Bucket, Sidecar, describe, is_panic, put_new, s3_errors
+from spillstore._stores.s3_bucket import Bucket, Sidecar, describe, put_new
 from spillstore._stores.writer import Sink
 
 if TYPE_CHECKING:
@@ -70,7 +70,10 @@ class S3Reader(MappedReader):
         self._file: IO[bytes] | None = None
 
     def _get(self, start: int, end: int) -> bytes:
-        with self._bucket.missing_means_expired(self._meta), s3_errors("cannot read spill data"):
+        with (
+            self._bucket.missing_means_expired(self._meta),
+            self._bucket.request("cannot read spill data"),
+        ):
             data = bytes(obstore.get_range(self._bucket.objects, self._key, start=start, end=end))
         if len(data) != end - start:
             raise StoreError(
@@ -93,7 +96,10 @@ class S3Reader(MappedReader):
 
     def buffer(self) -> bytes | memoryview:
         size = self._meta.stored_bytes
-        with self._bucket.missing_means_expired(self._meta), s3_errors("cannot read spill data"):
+        with (
+            self._bucket.missing_means_expired(self._meta),
+            self._bucket.request("cannot read spill data"),
+        ):
             result = obstore.get(self._bucket.objects, self._key)
             if result.meta["size"] != size:
                 raise StoreError(
@@ -146,7 +152,7 @@ class S3Sink(Sink):
             return
         if isinstance(data, memoryview) and not isinstance(data.obj, bytes):
             data = bytes(data)  # obstore keeps a reference until the part is sent
-        with s3_errors("cannot upload spill data", writing=True):
+        with self._bucket.request("cannot upload spill data", writing=True):
             if self._writer is None:
                 self._started = True
                 self._writer = obstore.open_writer(
@@ -168,7 +174,7 @@ class S3Sink(Sink):
                     f"spill {spill_id}: {self._written} bytes written, expected "
                     f"{meta.stored_bytes}",
                 )
-            with s3_errors(f"cannot store spill {spill_id}", writing=True):
+            with bucket.request(f"cannot store spill {spill_id}", writing=True):
                 if self._writer is not None:
                     writer, self._writer = self._writer, None
                     writer.close()
@@ -188,7 +194,7 @@ class S3Sink(Sink):
         key = bucket.key(self._session, f"{spill_id}.json")
         body = Sidecar(data=self._token, meta=meta).model_dump_json().encode()
         try:
-            with s3_errors(f"cannot store spill {spill_id}", writing=True):
+            with bucket.request(f"cannot store spill {spill_id}", writing=True):
                 written = obstore.put(bucket.objects, key, body, mode="create")
         except AlreadyExistsError:
             existing = bucket.load(self._session, spill_id)
@@ -212,7 +218,7 @@ class S3Sink(Sink):
             # A timeout or a lost reply: the sidecar may exist. Read it back before
             # deleting anything it could point at.
             try:
-                existing = bucket.load(self._session, spill_id)
+                existing = bucket.load(self._session, spill_id, forced=True)
             except (SpillstoreError, OSError):
                 self._keep = True
                 raise failure from failure.__cause__
@@ -226,19 +232,17 @@ class S3Sink(Sink):
         writer, self._writer = self._writer, None
         if writer is not None:
             try:
-                writer.__exit__(StoreError, None, None)  # aborts the multipart upload
-            except BaseException as exc:
-                if not (isinstance(exc, BaseError | OSError) or is_panic(exc)):
-                    raise
+                with self._bucket.request("cannot abort the upload"):
+                    writer.__exit__(StoreError, None, None)  # aborts the multipart upload
+            except StoreError as exc:
                 logger.debug("aborting the upload of %s failed: %s", self._data_key, exc)
         if not self._started or self._keep:
             return
         self._started = False
-        try:
-            obstore.delete(self._bucket.objects, [self._data_key, self._index_key])
-        except BaseException as exc:
-            if not (isinstance(exc, BaseError | OSError) or is_panic(exc)):
-                raise
+        try:  # fails fast when this failure showed the endpoint down: gc removes it then
+            with self._bucket.request("cannot remove the data of a failed spill"):
+                obstore.delete(self._bucket.objects, [self._data_key, self._index_key])
+        except StoreError as exc:
             logger.warning(
                 "could not remove %s of a failed spill (gc removes it later): %s",
                 self._data_key,

@@ -31,6 +31,7 @@ from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES, DEFAULT_RETENTIO
 from spillstore._errors import ConfigError, StoreError
 from spillstore._stores.backend import BytesReader, DataReader
 from spillstore._stores.base import Store
+from spillstore._stores.breaker import OUTAGE_MAX_PAUSE_SECONDS, OUTAGE_PAUSE_SECONDS, Breaker
 from spillstore._stores.errors import expired_error, not_found_error
 from spillstore._stores.meta import MAX_INDEX_BYTES, SpillMeta, tombstone_record
 from spillstore._stores.s3_bucket import (
@@ -41,7 +42,7 @@ from spillstore._stores.s3_bucket import (
     check_printable,
     describe,
     fan_out,
-    s3_errors,
+    probe,
     validate_prefix,
 )
 from spillstore._stores.s3_io import S3Reader, S3Sink
@@ -54,7 +55,10 @@ __all__ = [
     "CLEANER_LEASE_SECONDS",
     "CONNECT_TIMEOUT",
     "DEFAULT_PREFIX",
+    "OUTAGE_MAX_PAUSE_SECONDS",
+    "OUTAGE_PAUSE_SECONDS",
     "PART_BYTES",
+    "PROBE_TIMEOUT",
     "RETRIES",
     "RETRY_SECONDS",
     "TOMBSTONE_TTL_SECONDS",
@@ -89,6 +93,10 @@ CONNECT_TIMEOUT: Final = "5s"
 """Default timeout of the connect phase (each request's whole timeout stays obstore's
 30 s)."""
 
+PROBE_TIMEOUT: Final = "5s"
+"""Timeout of the one request (a HEAD, no retries) that probes an endpoint found down
+once its pause is over (its connect phase: :data:`CONNECT_TIMEOUT` at most)."""
+
 CLEANER_LEASE_SECONDS: Final = 600.0
 """A cleaner's lock lapses this long after it was taken (a crashed cleaner's lock is
 then taken over); cleaners wait, polling, while another holds a live lease."""
@@ -119,7 +127,14 @@ class S3Store(Store):
             default :data:`RETRIES` times within :data:`RETRY_SECONDS`, so a dead
             endpoint costs a tool call about a minute at most, not several).
         credential_provider: an obstore credential callback (e.g. boto3 sessions).
-        clock: epoch seconds, for ``created_at``, ``gc`` and the cleaner's lease.
+        outage_pause: seconds every request fails fast (a StoreError, so a tool call gets
+            its "NOT saved" preview at once) after one found the endpoint unreachable or
+            failing; then one probe (a HEAD, :data:`PROBE_TIMEOUT`) decides, and each
+            failed probe doubles the pause, up to :data:`OUTAGE_MAX_PAUSE_SECONDS`
+            (see :mod:`spillstore._stores.breaker`). Default
+            :data:`OUTAGE_PAUSE_SECONDS`; None: every request tries the endpoint.
+        clock: epoch seconds, for ``created_at``, ``gc``, the cleaner's lease and the
+            outage pauses.
         retention_bytes: default retention cap (None: keep everything).
         retained_tail_bytes: default tail kept past the cap.
         tombstone_ttl: seconds a removed spill's id is remembered as expired.
@@ -142,6 +157,7 @@ class S3Store(Store):
         client_options: ClientConfig | None = None,
         retry_config: RetryConfig | None = None,
         credential_provider: S3CredentialProvider | None = None,
+        outage_pause: float | None = OUTAGE_PAUSE_SECONDS,
         clock: Callable[[], float] = time.time,
         retention_bytes: int | None = DEFAULT_RETENTION_BYTES,
         retained_tail_bytes: int = DEFAULT_RETAINED_TAIL_BYTES,
@@ -156,6 +172,13 @@ class S3Store(Store):
             raise ConfigError(f"bucket must be a non-empty str; got {bucket!r}", field="bucket")
         check_int("part_bytes", part_bytes, minimum=MIN_PART_BYTES, maximum=MAX_PART_BYTES)
         check_int("upload_concurrency", upload_concurrency, minimum=1, maximum=64)
+        if outage_pause is not None and not (
+            isinstance(outage_pause, int | float) and 0 < outage_pause < float("inf")
+        ):
+            raise ConfigError(
+                f"outage_pause must be a positive number of seconds or None; got {outage_pause!r}",
+                field="outage_pause",
+            )
         self._bucket_name = bucket
         prefix = validate_prefix(prefix)
         options: dict[str, Any] = dict(client_options or {})
@@ -183,18 +206,30 @@ class S3Store(Store):
         )
         if region is not None:
             settings["region"] = region
-        try:
-            objects = ObjectStore(
-                bucket,
-                prefix=prefix or None,
-                config=settings or None,  # type: ignore[arg-type]
-                client_options=options or None,  # type: ignore[arg-type]
-                retry_config=retry_config,
-                credential_provider=credential_provider,
+
+        def objects(options: dict[str, Any], retry_config: RetryConfig) -> ObjectStore:
+            try:
+                return ObjectStore(
+                    bucket,
+                    prefix=prefix or None,
+                    config=settings or None,  # type: ignore[arg-type]
+                    client_options=options or None,  # type: ignore[arg-type]
+                    retry_config=retry_config,
+                    credential_provider=credential_provider,
+                )
+            except (BaseError, ValueError, TypeError) as exc:
+                raise ConfigError(f"invalid S3 configuration: {describe(exc)}") from exc
+
+        breaker = None
+        if outage_pause is not None:
+            probing = objects({**options, "timeout": PROBE_TIMEOUT}, {"max_retries": 0})
+            breaker = Breaker(
+                clock,
+                lambda: probe(probing, "_probe"),
+                first_pause=outage_pause,
+                max_pause=max(outage_pause, OUTAGE_MAX_PAUSE_SECONDS),
             )
-        except (BaseError, ValueError, TypeError) as exc:
-            raise ConfigError(f"invalid S3 configuration: {describe(exc)}") from exc
-        self._bucket = Bucket(objects, prefix)
+        self._bucket = Bucket(objects(options, retry_config), prefix, breaker)
         self._tombstone_ttl = tombstone_ttl
         self._part_bytes = part_bytes
         self._upload_concurrency = upload_concurrency
@@ -283,7 +318,7 @@ class S3Store(Store):
         if loaded is None:
             return False
         try:
-            with s3_errors(f"cannot write the tombstone of spill {spill_id}"):
+            with self._bucket.request(f"cannot write the tombstone of spill {spill_id}"):
                 obstore.put(
                     self._bucket.objects,
                     self._bucket.key(session, f"{spill_id}.gone"),
@@ -292,10 +327,10 @@ class S3Store(Store):
         except StoreError as exc:  # removing must work even when this fails
             logger.warning("no tombstone for spill %s: %s", spill_id, exc)
         token = loaded[1]
-        with s3_errors(f"cannot remove spill {spill_id}"):
+        with self._bucket.request(f"cannot remove spill {spill_id}"):
             obstore.delete(self._bucket.objects, self._bucket.key(session, f"{spill_id}.json"))
         try:
-            with s3_errors(f"cannot remove the data of spill {spill_id}"):
+            with self._bucket.request(f"cannot remove the data of spill {spill_id}"):
                 obstore.delete(
                     self._bucket.objects,
                     [
@@ -326,7 +361,7 @@ class S3Store(Store):
             body = json.dumps(
                 {"owner": owner, "expires_at": self._clock() + CLEANER_LEASE_SECONDS}
             ).encode()
-            with s3_errors("cannot take the cleaner lock"):
+            with self._bucket.request("cannot take the cleaner lock"):
                 try:
                     obstore.put(self._bucket.objects, key, body, mode="create")
                     return
@@ -353,7 +388,7 @@ class S3Store(Store):
     def _drop_lease(self, owner: str) -> None:
         key = self._bucket.key(LOCK)
         try:
-            with s3_errors("cannot release the cleaner lock"):
+            with self._bucket.request("cannot release the cleaner lock"):
                 held = json.loads(bytes(obstore.get(self._bucket.objects, key).bytes()))
                 if held.get("owner") == owner:
                     obstore.delete(self._bucket.objects, key)

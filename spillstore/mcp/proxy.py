@@ -35,8 +35,10 @@ not answer a ``tools/list`` within ``probe_timeout`` seconds it is treated as hu
 stopped, and restarted on the next request. A restarted upstream is subscribed again to
 every resource URI a client holds.
 
-This module holds the tools side; the upstream connection and its restarts are in
-:mod:`spillstore.mcp.upstream`, what is forwarded as it is in :mod:`spillstore.mcp.forward`.
+This module holds the tools side; the spill tools' names and upstream tools that clash
+with them are in :mod:`spillstore.mcp.tool_names`, the upstream connection and its
+restarts in :mod:`spillstore.mcp.upstream`, what is forwarded as it is in
+:mod:`spillstore.mcp.forward`.
 """
 
 from __future__ import annotations
@@ -76,8 +78,16 @@ from spillstore.mcp.fastpath import FastCalls
 from spillstore.mcp.forward import Notifications, Passthrough, ProxyServer, progress_forwarder
 from spillstore.mcp.launch import Launched
 from spillstore.mcp.server import mcp_result, serve_stdio, spill_tool_definitions
+from spillstore.mcp.tool_names import LateClashes, spill_names
 from spillstore.mcp.transport import StdioTransport
-from spillstore.mcp.upstream import Connection, Upstream, http_transport
+from spillstore.mcp.upstream import (
+    REMOTE,
+    STDIO,
+    Connection,
+    Upstream,
+    Words,
+    http_transport,
+)
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -198,6 +208,7 @@ class SpillProxy:
             on_tools_changed=self._forget_tools, subscriptions=self._passthrough.subscriptions
         )
         self._tools_cache: tuple[int, list[types.Tool]] | None = None
+        self._late_clashes = LateClashes()
         self._upstream: Upstream | None = None
         self._server: ProxyServer | None = None
         self._spill: SpillTools | None = None
@@ -232,6 +243,7 @@ class SpillProxy:
                 on_message=self._notifications.on_upstream_message,
                 max_restarts=self.max_restarts,
                 start_timeout=self.start_timeout,
+                words=STDIO if self.url is None else REMOTE,
             )
             self._upstream = await stack.enter_async_context(upstream)
             upstream.on_restart = self._notifications.restarted
@@ -243,7 +255,7 @@ class SpillProxy:
                 raise UpstreamUnavailable(
                     f"the upstream MCP server did not list its tools: {exc}"
                 ) from exc
-            names = self._spill_names({tool.name for tool in upstream_tools})
+            names = spill_names({tool.name for tool in upstream_tools}, self.prefix)
             if store is None:
                 store = unavailable_on_failure(lambda: store_for(self.settings), log)
             tools_kwargs: dict[str, Any] = {}
@@ -291,6 +303,10 @@ class SpillProxy:
         return self._spill
 
     @property
+    def _words(self) -> Words:
+        return STDIO if self._upstream is None else self._upstream.words
+
+    @property
     def restarts(self) -> int:
         """How many times the upstream was restarted."""
         return self._upstream.restarts if self._upstream is not None else 0
@@ -311,23 +327,6 @@ class SpillProxy:
         if conn is None or conn.transport is None or not conn.alive:
             return None
         return conn
-
-    def _spill_names(self, upstream_names: set[str]) -> tuple[str, ...]:
-        names = SPILL_TOOL_NAMES
-        if upstream_names.isdisjoint(names):
-            return names
-        prefixed = tuple(f"{self.prefix}{name}" for name in names)
-        if not upstream_names.isdisjoint(prefixed):
-            raise ConfigError(
-                f"the upstream has tools named like the spill tools even with the prefix "
-                f"{self.prefix!r}; choose another prefix"
-            )
-        log.warning(
-            "spillstore proxy: the upstream has a tool named like a spill tool; the spill "
-            "tools are served as %s",
-            ", ".join(prefixed),
-        )
-        return prefixed
 
     def _build_server(self, init: types.InitializeResult) -> ProxyServer:
         caps = init.capabilities
@@ -378,18 +377,10 @@ class SpillProxy:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         conn = await self._acquire()
-        spill = spill_tool_definitions(self.spill_tools)
-        own = {tool.name for tool in spill}
-        forwarded: list[types.Tool] = []
-        for tool in await self._list_upstream_tools(conn):
-            if tool.name in own:
-                log.warning(
-                    "spillstore proxy: upstream tool %r is hidden by the spill tool of that name",
-                    tool.name,
-                )
-                continue
-            forwarded.append(tool.model_copy(update={"output_schema": None}))
-        return types.ListToolsResult(tools=[*forwarded, *spill])
+        upstream = await self._list_upstream_tools(conn)
+        return types.ListToolsResult(
+            tools=self._late_clashes.merge(upstream, spill_tool_definitions(self.spill_tools))
+        )
 
     async def _acquire(self) -> Connection:
         assert self._upstream is not None
@@ -461,10 +452,11 @@ class SpillProxy:
         """The result of a call the upstream's end interrupted."""
         how = await conn.describe_end()
         left = self.max_restarts - self.restarts
+        words = self._words
         then = (
-            f"it will be restarted on the next call ({left} restart(s) left)"
+            f"it will be {words.again} on the next call ({left} {words.times} left)"
             if left > 0
-            else "it will not be restarted (no restarts left)"
+            else f"it will not be {words.again} (no {words.times} left)"
         )
         return _error(
             f"{_PREFIX} the upstream MCP server {how} while running {name!r}; "
@@ -475,8 +467,8 @@ class SpillProxy:
         """The result of a call that timed out (after probing whether the server hangs)."""
         hung = await self._probe(conn)
         then = (
-            "it does not answer at all now, so it was stopped and will be "
-            "restarted on the next call"
+            f"it does not answer at all now, so {self._words.stopped} and will be "
+            f"{self._words.again} on the next call"
             if hung
             else "the call was cancelled; the server still answers other requests"
         )

@@ -27,9 +27,45 @@ from spillstore.mcp.transport import StdioTransport
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["Connection", "TransportFactory", "Upstream", "http_transport", "until_first"]
+__all__ = [
+    "REMOTE",
+    "STDIO",
+    "Connection",
+    "TransportFactory",
+    "Upstream",
+    "Words",
+    "http_transport",
+    "until_first",
+]
 
 log = logging.getLogger("spillstore")
+
+
+@dataclass(frozen=True)
+class Words:
+    """How messages say that the upstream is brought back: a process is restarted, a
+    remote server reconnected."""
+
+    again: str
+    """``restarted`` / ``reconnected``"""
+    doing: str
+    """``restarting it`` / ``reconnecting``"""
+    times: str
+    """``restart(s)`` / ``reconnection(s)``"""
+    failed: str
+    """``could not be started`` / ``could not be connected to``"""
+    stopped: str
+    """``it was stopped`` / ``the connection was closed``"""
+
+
+STDIO = Words("restarted", "restarting it", "restart(s)", "could not be started", "it was stopped")
+REMOTE = Words(
+    "reconnected",
+    "reconnecting",
+    "reconnection(s)",
+    "could not be connected to",
+    "the connection was closed",
+)
 
 
 @dataclass(eq=False)
@@ -75,11 +111,13 @@ class Upstream:
         on_message: MessageHandlerFnT,
         max_restarts: int,
         start_timeout: float,
+        words: Words = STDIO,
     ) -> None:
         self._connect = connect
         self._on_message = on_message
         self.max_restarts = max_restarts
         self.start_timeout = start_timeout
+        self.words = words
         self.restarts = 0
         self._conn: Connection | None = None
         self._last_end = "has not started"
@@ -131,18 +169,20 @@ class Upstream:
                 return conn
             if self._closing or self._tg is None:
                 raise UpstreamUnavailable("the proxy is shutting down")
-            if conn is not None and conn.transport is not None:
+            if conn is not None:
                 self._last_end = await conn.describe_end()
+            again = self.words.again
             if self.restarts >= self.max_restarts:
                 raise UpstreamUnavailable(
-                    f"the upstream MCP server {self._last_end} and was restarted "
+                    f"the upstream MCP server {self._last_end} and was {again} "
                     f"{self.restarts} time(s) already (max_restarts={self.max_restarts}); "
-                    "it is not restarted again"
+                    f"it is not {again} again"
                 )
             self.restarts += 1
             log.warning(
-                "spillstore proxy: the upstream MCP server %s; restarting it (%d of %d)",
+                "spillstore proxy: the upstream MCP server %s; %s (%d of %d)",
                 self._last_end,
+                self.words.doing,
                 self.restarts,
                 self.max_restarts,
             )
@@ -154,13 +194,13 @@ class Upstream:
     async def _start(self) -> Connection:
         assert self._tg is not None
         if self._conn is not None:
-            old = self._conn
+            old, self._conn = self._conn, None  # ended: a failed start leaves none
             old.stop.set()
             await old.ended.wait()
         outcome = await self._tg.start(self._run)
         if isinstance(outcome, BaseException):
             cause = _leaf(outcome)
-            self._last_end = f"could not be started ({type(cause).__name__}: {cause})"
+            self._last_end = f"{self.words.failed} ({type(cause).__name__}: {cause})"
             raise UpstreamUnavailable(f"the upstream MCP server {self._last_end}") from outcome
         assert isinstance(outcome, Connection)
         return outcome

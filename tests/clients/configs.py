@@ -41,7 +41,31 @@ def _extra(values: st.SearchStrategy[str], null: bool = True) -> st.SearchStrate
 
 def entries(flavor: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
     """One server entry of any transport, for a client of ``flavor`` (``mcp``, ``vscode``,
-    ``gemini``, ``windsurf``, ``opencode``, ``codex``)."""
+    ``gemini``, ``windsurf``, ``opencode``, ``codex``, ``zed``: ``mcp`` entries and Zed's
+    older ``"command": {"path", "args", "env"}`` ones)."""
+    if flavor == "zed":
+        nested = st.builds(
+            lambda path, args, env, extra: {
+                "command": {
+                    "path": path,
+                    **({} if args is None else {"args": args}),
+                    **({} if env is None else {"env": env}),
+                },
+                **extra,
+            },
+            values,
+            st.none() | st.lists(values, max_size=4),
+            st.none() | st.dictionaries(words, values, max_size=2),
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "source": st.just("custom"),
+                    "settings": st.dictionaries(words, values, max_size=2),
+                    "enabled": st.booleans(),
+                },
+            ),
+        )
+        return entries("mcp", values).map(dict) | nested  # half in the older form
     if flavor == "opencode":
         local = st.builds(
             lambda cmd, extra: {"type": "local", "command": cmd, **extra},
@@ -110,9 +134,23 @@ def entries(flavor: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[di
 
 
 @st.composite
-def json_config(draw: st.DrawFn, flavor: str, section: tuple[str, ...]) -> str:
-    """A JSON or JSONC config holding the servers at ``section``, in a drawn style."""
+def json_config(
+    draw: st.DrawFn, flavor: str, section: tuple[str, ...], beside: bool = False
+) -> str:
+    """A JSON or JSONC config holding the servers at ``section``, in a drawn style; with
+    ``beside``, more servers (other names) directly in the object holding ``section``
+    (opencode's v1 entries left beside its v2 ``mcp.servers``)."""
     servers = draw(st.dictionaries(words, entries(flavor, json_text), max_size=5))
+    others: dict[str, Any] = {}
+    if beside:
+        others = draw(
+            st.dictionaries(
+                words.filter(lambda name: name not in servers and name != section[-1]),
+                entries(flavor, json_text),
+                min_size=1,
+                max_size=3,
+            )
+        )
     newline = draw(st.sampled_from(["\n", "\r\n"]))
     step = draw(st.sampled_from(["  ", "    ", "\t"]))
     comments = draw(st.booleans())
@@ -148,8 +186,8 @@ def json_config(draw: st.DrawFn, flavor: str, section: tuple[str, ...]) -> str:
         return "{" + newline + newline.join(body) + newline + indent + "}"
 
     tree: Any = servers
-    for key in reversed(section):
-        tree = {key: tree}
+    for depth, key in enumerate(reversed(section)):
+        tree = {key: tree, **(others if depth == 0 else {})}
     tree = {"$schema": "x", **tree, "theme": "dark 🌙"}
     head = f"/* settings {draw(words)} */{newline}" if comments else ""
     return head + obj(tree, "", 0) + newline
@@ -249,8 +287,8 @@ def goose_entries(values: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str,
 
 @st.composite
 def yaml_config(draw: st.DrawFn) -> str:
-    """A Goose config.yaml: settings and comments around ``extensions``, each entry in
-    block or flow style, LF or CRLF, 2 or 4 spaces."""
+    """A Goose config.yaml: settings and comments around ``extensions`` and between the
+    keys of an entry, each entry in block or flow style, LF or CRLF, 2 or 4 spaces."""
     import yaml
 
     servers = draw(st.dictionaries(words, goose_entries(json_text), max_size=5))
@@ -276,7 +314,10 @@ def yaml_config(draw: st.DrawFn) -> str:
             continue
         lines.append(" " * step + f"{key}:")
         body = dump(entry, False).split("\n")
-        lines += [" " * (2 * step) + line if line else line for line in body]
+        for j, line in enumerate(body):
+            if comments and j and line[:1] not in ("", " ", "-"):  # between two keys
+                lines.append(" " * (2 * step) + f"# before {line[:4]}")
+            lines.append(" " * (2 * step) + line if line else line)
         if comments:
             lines.append(" " * (2 * step) + "# end of " + key[:5])
     lines += ["GOOSE_MODEL: claude  # after", ""]

@@ -235,9 +235,14 @@ def test_the_clients_own_environment_variables_move_their_files(
 
 
 @pytest.mark.parametrize("fake_home", ["linux"], indirect=True)
-def test_opencode_jsonc_is_used_when_only_it_exists(fake_home: Place) -> None:
-    """opencode reads ``opencode.jsonc`` too: a config written so is the one edited."""
-    path = fake_home.cwd / "opencode.jsonc"
+@pytest.mark.parametrize(
+    "name", ["opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc"]
+)
+def test_opencode_jsonc_is_used_when_only_it_exists(fake_home: Place, name: str) -> None:
+    """opencode reads ``opencode.jsonc`` and a project's ``.opencode/opencode.json[c]``
+    too: a config written so is the one edited."""
+    path = fake_home.cwd / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         '{\n  // mine\n  "mcp": {"git": {"type": "local", "command": ["uvx"]}}\n}\n',
         encoding="utf-8",

@@ -22,7 +22,7 @@ ENTRY_STYLE = {
     "claude-code": "mcp",
     "claude-desktop": "mcp",
     "cursor": "mcp",
-    "zed": "mcp",
+    "zed": "zed",
     "vscode": "vscode",
     "gemini": "gemini",
     "windsurf": "windsurf",
@@ -43,11 +43,15 @@ def _config(client: str, scope: str, data: st.DataObject) -> ops.Config:
     else:
         assert isinstance(fmt, JsonFormat)
         section = data.draw(st.sampled_from(fmt.sections))  # opencode: v2 and v1 layouts
-        text = data.draw(json_config(ENTRY_STYLE[client], section))
+        beside = fmt.mixed and section == fmt.sections[0] and data.draw(st.booleans())
+        text = data.draw(json_config(ENTRY_STYLE[client], section, beside))
     return ops.Config(fmt, CLIENTS[client].flavor, text, "cfg")
 
 
 def _argv(entry: dict[str, Any], flavor: Flavor) -> list[str]:
+    command = entry[flavor.command_key]
+    if isinstance(command, dict):  # Zed's older form
+        return [command["path"], *command.get("args", [])]
     if flavor.command_list:
         return list(entry[flavor.command_key])
     return [entry[flavor.command_key], *entry.get("args", [])]
@@ -145,6 +149,10 @@ def test_uninstall_without_backups_rebuilds_every_local_server(
             continue
         if config.flavor.command_key in original and not original.get("args", True):
             original = {k: v for k, v in original.items() if k != "args"}  # not written back
+        nested = original.get(config.flavor.command_key)
+        if isinstance(nested, dict) and not nested.get("args", True):
+            nested = {k: v for k, v in nested.items() if k != "args"}
+            original = {**original, config.flavor.command_key: nested}
         env_key = config.flavor.env_key
         if original.get(config.flavor.headers_key) and original.get(env_key) == {}:
             original = {k: v for k, v in original.items() if k != env_key}

@@ -28,6 +28,24 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return int(exit_.value.code or 0), captured.out + captured.err
 
 
+def _installed(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> Path:
+    """A config.yaml holding ``text``, after ``install goose --all`` succeeded on it."""
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    code, out = _run(
+        capsys, "install", "goose", "--config", str(config), "--all", "--launcher", LAUNCHER
+    )
+    assert code == 0, out
+    return config
+
+
+def _uninstall_gives_back(capsys: pytest.CaptureFixture[str], config: Path, text: str) -> None:
+    """``uninstall goose --all`` succeeds and gives ``text`` back byte for byte."""
+    code, out = _run(capsys, "uninstall", "goose", "--config", str(config), "--all")
+    assert code == 0, out
+    assert config.read_text(encoding="utf-8") == text
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -104,11 +122,7 @@ def test_a_remote_extension_goes_through_the_proxy_with_its_headers_in_envs(
         "    name: web\n    uri: https://mcp.example/mcp\n    headers:\n"
         "      Authorization: Bearer ${TOKEN}\n    timeout: 300\nGOOSE_MODEL: m\n"
     )
-    config = tmp_path / "config.yaml"
-    config.write_text(text, encoding="utf-8")
-    common = ("--config", str(config), "--all")
-    code, out = _run(capsys, "install", "goose", *common, "--launcher", LAUNCHER)
-    assert code == 0, out
+    config = _installed(tmp_path, capsys, text)
     web = yaml.safe_load(config.read_text(encoding="utf-8"))["extensions"]["web"]
     assert web == {
         "enabled": True,
@@ -122,6 +136,47 @@ def test_a_remote_extension_goes_through_the_proxy_with_its_headers_in_envs(
             *("--header-env", "Authorization=SPILLSTORE_HEADER_AUTHORIZATION"),
         ],
     }
-    code, out = _run(capsys, "uninstall", "goose", *common)
+    _uninstall_gives_back(capsys, config, text)
+
+
+def test_a_wrapped_extension_keeps_its_comments_and_untouched_keys_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the keys that change are rewritten (``cmd``, ``args``): the comments between
+    an extension's keys and the way its other keys are written stay; uninstall gives the
+    bytes back."""
+    text = (
+        "extensions:\n  git:\n    # the git server\n    enabled: yes  # Goose: the text 'yes'\n"
+        "    type: stdio\n    # how it starts\n    cmd: uvx\n    args:\n    - mcp-server-git\n"
+        "    timeout: 0x12c  # hex\n    description: 'Git'\nGOOSE_MODEL: m\n"
+    )
+    config = _installed(tmp_path, capsys, text)
+    wrapped = config.read_text(encoding="utf-8")
+    for kept in (
+        "    # the git server\n    enabled: yes  # Goose: the text 'yes'\n",
+        "    type: stdio\n    # how it starts\n",
+        "    timeout: 0x12c  # hex\n    description: 'Git'\nGOOSE_MODEL: m\n",
+    ):
+        assert kept in wrapped
+    git = yaml.safe_load(wrapped)["extensions"]["git"]
+    assert git["cmd"] == LAUNCHER
+    assert git["args"] == ["mcp", "proxy", "--", "uvx", "mcp-server-git"]
+    _uninstall_gives_back(capsys, config, text)
+
+
+def test_goose_values_are_read_as_yaml_1_2_as_goose_reads_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``yes``/``on``/``off``/``no`` are text to Goose (YAML 1.2), not booleans: an
+    extension whose arguments hold them is wrapped with those words (quoted where PyYAML
+    would read them otherwise), not skipped or turned into ``true``."""
+    text = "extensions:\n  flags:\n    type: stdio\n    cmd: tool\n    args: [--color, on, no]\n"
+    status = tmp_path / "status.yaml"
+    status.write_text(text, encoding="utf-8")
+    code, out = _run(capsys, "status", "goose", "--config", str(status))
     assert code == 0, out
-    assert config.read_text(encoding="utf-8") == text
+    assert "flags: not wrapped: tool --color on no" in out, out
+    config = _installed(tmp_path, capsys, text)
+    args = yaml.safe_load(config.read_text(encoding="utf-8"))["extensions"]["flags"]["args"]
+    assert args == ["mcp", "proxy", "--", "tool", "--color", "on", "no"]
+    _uninstall_gives_back(capsys, config, text)

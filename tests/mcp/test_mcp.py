@@ -403,6 +403,41 @@ async def test_proxy_prefixes_the_spill_tools_on_a_name_clash() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("late", "flags", "fix"),
+    [
+        ("read_spill", [], "the spill tools then get the prefix"),
+        ("spillstore_read_spill", ["--clash"], "another --prefix"),
+    ],
+    ids=["default-names", "prefixed-names"],
+)
+async def test_an_upstream_tool_added_later_under_a_spill_tool_name_is_reported_once(
+    late: str, flags: list[str], fix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A clashing upstream tool that appears after start (tools/list_changed) is not
+    served, since pointers already name the spill tool: one warning says so and how to
+    serve both, and the spill tool keeps working under its name."""
+    store = MemoryStore()
+    command = [*BIG, *flags, "--late-clash", late]
+    async with (
+        SpillProxy(command, store=store, settings=Settings(max_bytes=BUDGET)) as running,
+        Client(running.server, mode="legacy") as client,
+    ):
+        capped = await client.call_tool("big", {"size": 100_000})
+        spill = (capped.meta or {})[SPILL_META_KEY]["spillId"]
+        assert f'{late}(spill="big-' in texts(capped)[0]
+        await client.call_tool("add_tool", {})
+        for _ in range(3):
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names.count(late) == 1
+        page = await client.call_tool(late, {"spill": spill, "limit": 1})
+        assert "00000000 xxx" in texts(page)[0]
+    warned = [r.getMessage() for r in caplog.records if "now has a tool named" in r.getMessage()]
+    assert len(warned) == 1
+    assert repr(late) in warned[0] and "not served" in warned[0] and fix in warned[0]
+
+
+@pytest.mark.anyio
 async def test_proxy_reports_a_crash_and_restarts_the_upstream() -> None:
     """A crash mid-call is a clear error result; the next call restarts the server."""
     async with (

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -92,7 +93,7 @@ async def test_proxy_command_line_reaches_a_remote_upstream_that_requires_a_head
         )
     assert refused.returncode == 1 and refused.stdout == ""
     assert "answered 401" in refused.stderr and "--header-env NAME=VAR" in refused.stderr
-    assert "could not be started" in refused.stderr
+    assert "could not be connected to" in refused.stderr  # a remote upstream
 
 
 @pytest.mark.parametrize(
@@ -362,6 +363,31 @@ async def test_http_upstream_result_over_one_mebibyte(http_upstream: str, tmp_pa
     assert len(text.encode()) <= BUDGET
     spill = (result.meta or {})[SPILL_META_KEY]
     assert store.read_bytes(spill["spillId"], 0, 3_000_000) == make_text(3_000_000).encode()
+
+
+async def test_a_remote_upstream_that_went_away_is_reconnected_not_restarted(
+    tmp_path: Path,
+) -> None:
+    """A remote upstream has no process to restart: when it goes away, the error results
+    say it will be reconnected, could not be connected to, and is not reconnected again."""
+    servers = contextlib.ExitStack()
+    port = servers.enter_context(served())
+    store = LocalStore(tmp_path / "spills")
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with (
+        SpillProxy(url=url, store=store, max_restarts=1) as proxy,
+        Client(proxy.server, mode="legacy") as client,
+    ):
+        assert texts(await client.call_tool("big", {"size": 10})) == ["x" * 10]
+        servers.close()  # the server is gone
+        said = [texts(await client.call_tool("big", {"size": 10}))[0] for _ in range(3)]
+    assert "closed the connection while running 'big'" in said[0]
+    assert "it will be reconnected on the next call (1 reconnection(s) left)" in said[0]
+    assert "'big' was not called: the upstream MCP server could not be connected to" in said[1]
+    assert "could not be connected to (ConnectError" in said[2]
+    assert "and was reconnected 1 time(s) already" in said[2]
+    assert "it is not reconnected again" in said[2]
+    assert not any(word in text for text in said for word in ("restarted", "restarting"))
 
 
 async def test_proxy_whose_store_cannot_be_opened_still_answers_every_call(

@@ -97,7 +97,7 @@ _HOP_HEADERS = ("content-length", "transfer-encoding", "connection")
 
 Rule = Callable[[int, str, str], str | None]
 """``rule(n, method, path) -> action``: None forwards request ``n`` (1-based) as is;
-``"500"``/``"503"`` answers it with that status without forwarding; ``"stall"``
+a status (``"503"``, ``"403"``) answers it with that status without forwarding; ``"stall"``
 forwards it, then holds the reply for :attr:`FaultProxy.stall_seconds`."""
 
 
@@ -147,7 +147,7 @@ class FaultProxy:
                     proxy.requests.append(
                         Seen(self.command, self.path, self.headers.get("Range"), action)
                     )
-                if action in ("500", "503"):
+                if action is not None and action.isdigit():
                     payload = b"<Error><Code>InternalError</Code></Error>"
                     self.send_response(int(action))
                     self.send_header("Content-Length", str(len(payload)))

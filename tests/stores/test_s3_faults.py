@@ -41,11 +41,15 @@ def _keys(store: S3Store) -> list[str]:
 def _attempt(
     make_s3: MakeS3, proxy: FaultProxy, base: str, n: int, data: bytes, **kwargs: object
 ) -> tuple[S3Store, bool]:
-    """Put ``data`` through the proxy under a fresh prefix; return (store, succeeded)."""
+    """Put ``data`` through the proxy under a fresh prefix; return (store, succeeded).
+
+    The store has no outage pause: these tests pin what one failed request leaves, and
+    that the next put works (test_s3_outage.py pins the pause)."""
     store = make_s3(
         endpoint=proxy.url,
         prefix=f"{base}/attempt{n}",
         retry_config=NO_RETRIES,
+        outage_pause=None,
         part_bytes=5 << 20,
         **kwargs,
     )

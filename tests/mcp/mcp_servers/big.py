@@ -31,6 +31,7 @@ Resources: ``test://small`` (text) and ``test://big/{size}`` (a template). Promp
 ``greet(name)``.
 
 Options: ``--clash`` adds a tool named ``read_spill`` (to test the proxy's prefix);
+``--late-clash NAME`` makes ``add_tool()`` add a tool named NAME instead of ``extra``;
 ``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT (path ``/mcp``) instead of stdio,
 or with ``--sse`` the older HTTP+SSE transport (``/sse``); ``--require-header NAME=VALUE``
 then answers 401 to any HTTP request without that header.
@@ -147,7 +148,11 @@ TOOLS = [
 ]
 if "--clash" in sys.argv:
     TOOLS.append(types.Tool(name="read_spill", description="Clashes.", input_schema=_schema({})))
-EXTRA = types.Tool(name="extra", description="Added later.", input_schema=_schema({}))
+EXTRA = types.Tool(
+    name=sys.argv[sys.argv.index("--late-clash") + 1] if "--late-clash" in sys.argv else "extra",
+    description="Added later.",
+    input_schema=_schema({}),
+)
 state: dict[str, bool] = {"extra": False}
 subscribed: set[str] = set()
 LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
