@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import re
 
 from spillstore._content import ToolResult
+from spillstore._errors import StoreError
 from spillstore._stores.base import Store
 from spillstore._stores.memory import MemoryStore
+from spillstore._stores.unavailable import UnavailableStore
 from spillstore._tools.spill_tools import MIN_PAGE_BYTES, SpillTools
 
 SESSION = "default"
@@ -100,3 +103,16 @@ def test_list_is_bounded_by_the_page_cap() -> None:
     shown = entries(text)
     assert shown and shown[-1][0] == 200
     assert text.endswith(f"call list_spills(offset={len(shown)}) --")
+
+
+def test_a_store_that_fails_is_named_as_the_store_not_a_spill() -> None:
+    """A store that cannot be used (here one that could not be opened) makes every spill
+    tool say the store failed, with why; list_spills asked for no spill, so no message
+    may speak of one."""
+    store = UnavailableStore(StoreError(errno.ENOSPC, "cannot open the catalog: disk full"))
+    tools = SpillTools(store, session=SESSION)
+    for result in (tools.list(), tools.read("bash-" + "0" * 20), tools.grep("x")):
+        assert result.is_error
+        text = text_of(result)
+        assert text.startswith("the spill store failed: ")
+        assert "disk full" in text
