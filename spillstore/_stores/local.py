@@ -55,7 +55,7 @@ from spillstore._errors import PathOutsideStore, SpillExpired, SpillstoreError, 
 from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
-from spillstore._stores.local_catalog import Catalog, Identity
+from spillstore._stores.local_catalog import Catalog
 from spillstore._stores.local_check import CheckReport, audit, torn_rows
 from spillstore._stores.local_files import (
     LocalReader,
@@ -66,8 +66,11 @@ from spillstore._stores.local_files import (
     warn_skipped,
 )
 from spillstore._stores.local_gc import (
+    RowsLeft,
+    finish_rows_left,
     in_use,
     is_orphan_name,
+    on_full_disk,
     open_lock_file,
     remove_orphan,
     remove_session_dir,
@@ -80,7 +83,7 @@ from spillstore._stores.local_marks import (
     set_format,
 )
 from spillstore._stores.local_migrate import migrate_files_layout, upgrade_json_catalog
-from spillstore._stores.local_scan import read_small
+from spillstore._stores.local_scan import check_data, read_small
 from spillstore._stores.local_sink import LocalSink
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink
@@ -167,6 +170,7 @@ class LocalStore(Store):
         self._readers_pid = os.getpid()
         self._readers_lock = threading.Lock()
         self._skipped: set[str] | None = None  # sessions gc or clean already reported
+        self._rows_left: RowsLeft | None = None  # see local_gc.on_full_disk
         if found == STORE_FORMAT or self._catalog.has_table("spills"):
             self._migrate()
 
@@ -236,7 +240,7 @@ class LocalStore(Store):
                     raise self._expired(meta.spill_id)
                 fd = opened
                 try:
-                    _check_data(os.fstat(fd), meta, entry[1])
+                    check_data(os.fstat(fd), meta, entry[1])
                     self._keep_reader(meta.spill_id, fd)
                 except BaseException:
                     os.close(fd)
@@ -257,7 +261,7 @@ class LocalStore(Store):
                     identity = identities.get(meta.spill_id)
                     data = None
                     if dir_fd >= 0 and identity is not None:
-                        data = read_small(dir_fd, meta, identity, _check_data)
+                        data = read_small(dir_fd, meta, identity)
                     if data is not None:
                         yield meta, data
                     else:  # a big file (mapped), or a failure worded as a read words it
@@ -312,8 +316,23 @@ class LocalStore(Store):
 
     def _remove_names(self, session: str, spill_id: str, *, reason: str, now: float) -> bool:
         """Delete a spill's row (leaving its tombstone), then unlink its data file's name;
-        return whether the row was there."""
-        removed = self._catalog.remove(spill_id, session, reason=reason, now=now)
+        return whether the row was there. On a full disk the name goes first, to make
+        room for the row's removal (:func:`~spillstore._stores.local_gc.on_full_disk`)."""
+        try:
+            removed = self._catalog.remove(spill_id, session, reason=reason, now=now)
+        except StoreError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            self._unlink_data(session, spill_id)
+            removed = on_full_disk(
+                lambda: self._catalog.remove(spill_id, session, reason=reason, now=now),
+                spill_id,
+                self._rows_left,
+            )
+        self._unlink_data(session, spill_id)
+        return removed
+
+    def _unlink_data(self, session: str, spill_id: str) -> None:
         self._forget_reader(spill_id)
         with (
             map_os_errors(f"cannot remove spill {spill_id}"),
@@ -321,7 +340,6 @@ class LocalStore(Store):
         ):
             if dir_fd >= 0:
                 unlink_quiet(f"{spill_id}.out", dir_fd)
-        return removed
 
     def check(self, *, fix: bool = False) -> CheckReport:
         """List orphans, torn spills, bad entries and loose permissions; repair with ``fix``.
@@ -332,8 +350,11 @@ class LocalStore(Store):
         with self._cleaner_lock():
             now = self._clock()
 
-            def remove(session: str, spill_id: str) -> None:
+            def remove(session: str, spill_id: str) -> bool:
+                left = self._rows_left
+                before = len(left) if left is not None else 0
                 self._remove_names(session, spill_id, reason="check", now=now)
+                return left is None or len(left) == before
 
             with map_os_errors("cannot check the store"):
                 report = audit(
@@ -360,10 +381,11 @@ class LocalStore(Store):
                 os.close(root_fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                self._skipped = set()
+                self._skipped, self._rows_left = set(), []
                 yield
             finally:
-                self._skipped = None
+                left, self._skipped, self._rows_left = self._rows_left, None, None
+                finish_rows_left(left or [])
                 os.close(fd)
 
     def _orphans(
@@ -414,7 +436,11 @@ class LocalStore(Store):
         return self._catalog.shared()
 
     def _after_gc(self, *, now: float) -> None:
-        self._catalog.prune_tombstones(now - self._tombstone_ttl)
+        try:
+            self._catalog.prune_tombstones(now - self._tombstone_ttl)
+        except StoreError as exc:  # a full disk: they are pruned by a later gc
+            if exc.errno != errno.ENOSPC:
+                raise
         with map_os_errors("cannot remove old session directories"):
             for name, dir_fd, _ in self._root.scan(None, skipped=self._skip):
                 root_fd = self._root.open()
@@ -469,28 +495,3 @@ class LocalStore(Store):
             sink.discard()
             return None
         return sink, sink.fd
-
-
-def _check_data(st: os.stat_result, meta: SpillMeta, identity: Identity) -> None:
-    """Refuse a data file that is not the one the row recorded."""
-    where = f"the data file of spill {meta.spill_id}"
-    if not stat.S_ISREG(st.st_mode):
-        raise StoreError(errno.EINVAL, f"{where} is not a regular file")
-    if (st.st_dev, st.st_ino) != identity:
-        raise StoreError(
-            errno.EPERM,
-            f"{where} is not the file the store wrote (it was replaced, perhaps by a link "
-            "to a file that is not spillstore's); refusing it",
-        )
-    if meta.adopted_inode is not None and (
-        (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != meta.adopted_inode
-    ):
-        raise StoreError(
-            errno.ESTALE,
-            f"{where} was adopted from a tool's file that has changed since; "
-            "refusing to serve different content",
-        )
-    if st.st_size != meta.stored_bytes:
-        raise StoreError(
-            errno.EIO, f"{where} holds {st.st_size} bytes, its record says {meta.stored_bytes}"
-        )

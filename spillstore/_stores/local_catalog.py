@@ -40,7 +40,13 @@ from typing import Any, Final
 
 from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
-from spillstore._stores.errors import map_os_errors
+from spillstore._stores.local_db import db_errors as _db_errors
+from spillstore._stores.local_db import (
+    no_room_for_shm,
+    on_scope_end,
+    open_catalog,
+    store_errno,
+)
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
 from spillstore._stores.local_rows import (
@@ -60,9 +66,6 @@ CATALOG_NAME: Final = "catalog.sqlite3"
 SCHEMA_VERSION: Final = 3
 """``PRAGMA user_version`` of the schema below (the opt-in catalog of 0.2's development,
 one JSON row per spill, was version 0; it is upgraded in place)."""
-
-BUSY_TIMEOUT_SECONDS: Final = 60.0
-"""How long a writer waits for another process's transaction (they last milliseconds)."""
 
 ROW_CACHE_SIZE: Final = 4096
 """Rows a thread keeps while its connection's ``data_version`` stays the same."""
@@ -105,17 +108,6 @@ _INSERT: Final = (
 )
 
 
-class _db_errors(map_os_errors):  # lower case: a context manager used like a function
-    """Translate ``sqlite3.Error`` into :class:`StoreError` (ENOSPC when the disk is full)."""
-
-    __slots__ = ()
-    _KIND = sqlite3.Error
-
-    def _error(self, exc: Exception) -> StoreError:
-        full = "full" in str(exc).lower()
-        return StoreError(errno.ENOSPC if full else errno.EIO, f"{self._action}: {exc}")
-
-
 def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
     ranges = meta.stored_ranges
     head = ranges[0] if ranges else (None, None)
@@ -148,6 +140,15 @@ def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
         yield session
         sql = "SELECT min(session) FROM spill WHERE session > ?"
         (session,) = conn.execute(sql, (session,)).fetchone()
+
+
+def _make_schema(conn: sqlite3.Connection) -> None:
+    """Create or upgrade the tables (nothing to do when ``user_version`` is current)."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute("COMMIT")
 
 
 class Catalog:
@@ -183,36 +184,52 @@ class Catalog:
             os.close(root_fd)
 
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection; on a full disk, this operation's fallback connection
+        (:mod:`~spillstore._stores.local_db`), closed when the operation ends."""
         local = self._local
         conn: sqlite3.Connection | None = getattr(local, "conn", None)
         if conn is not None and local.pid == os.getpid():
             return conn
+        fallback: sqlite3.Connection | None = getattr(local, "fallback", None)
+        if fallback is not None:
+            return fallback
         self._check_files(create=True)
         with _db_errors("cannot open the catalog"):
-            conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                conn.execute("BEGIN IMMEDIATE")
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.execute("COMMIT")
-        local.conn = conn
-        local.pid = os.getpid()
+            exclusive = no_room_for_shm(self._path)
+            try:
+                conn = open_catalog(self._path, _make_schema, exclusive=exclusive)
+            except sqlite3.Error as exc:
+                if exclusive or store_errno(exc) != errno.ENOSPC:
+                    raise
+                exclusive = True
+                conn = open_catalog(self._path, _make_schema, exclusive=True)
+            if exclusive:
+                local.fallback = conn
+                on_scope_end(self._close_fallback)
+            else:
+                local.conn = conn
+                local.pid = os.getpid()
         local.version = -1
         local.rows = {}
         return conn
 
+    def _close_fallback(self) -> None:
+        conn = self._local.fallback
+        self._local.fallback = None
+        self._local.rows = {}
+        conn.close()
+
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``), committed on success."""
-        conn = self._conn()
         with _db_errors(what):
+            conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite rolls back itself after SQLITE_FULL
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 

@@ -73,8 +73,10 @@ class CheckReport:
 ROOT_FILES = frozenset({MARKER, ".gc.lock", *CATALOG_FILES})
 """The files of the root the store makes."""
 
-Remover = Callable[[str, str], None]
-"""Removes a damaged spill by ``(session, spill_id)``, leaving a tombstone."""
+Remover = Callable[[str, str], bool]
+"""Removes a damaged spill by ``(session, spill_id)``, leaving a tombstone; returns
+whether its row is gone (on a full disk it may stay, see :mod:`~spillstore._stores.
+local_gc`)."""
 
 
 def audit(
@@ -256,16 +258,17 @@ def _leftover(
     if stem in recorded or not name.endswith(".json"):
         fixed = fix and unlink_quiet(name, dir_fd)
         return Problem("orphan", f"{session}/{name}", "left by the migration to the catalog", fixed)
+    fixed = False
     if fix:  # a sidecar the migration refused: its spill goes, leaving a tombstone
         unlink_quiet(name, dir_fd)
         unlink_quiet(f"{stem}.idx", dir_fd)
-        remove_spill(session, stem)
+        fixed = remove_spill(session, stem)
     return Problem(
         "bad_entry",
         f"{session}/{name}",
         "a sidecar of the files layout that could not be migrated (a link, corrupt, or "
         "its data file is missing, torn or shared)",
-        fix,
+        fixed,
     )
 
 
@@ -293,9 +296,8 @@ def torn_rows(
             why = f"its data file is {_why_bad(st)}"
         else:
             why = f"its data file holds {st.st_size} bytes, its row says {meta.stored_bytes}"
-        if fix:
-            remove_spill(meta.session, meta.spill_id)
-        problems.append(Problem("torn", where, why, fix))
+        fixed = fix and remove_spill(meta.session, meta.spill_id)
+        problems.append(Problem("torn", where, why, fixed))
     return problems
 
 

@@ -1,0 +1,166 @@
+"""Connections to a store's catalog database, also when the disk is full or the file is
+damaged (see :mod:`~spillstore._stores.local_catalog` for what the catalog holds).
+
+A normal connection runs ``journal_mode=WAL`` with SQLite's ``-shm`` wal-index shared
+between processes. SQLite deletes ``-wal`` and ``-shm`` when the last connection closes,
+and the next connection must create them again: on a full disk it cannot give the
+``-shm`` its 32 KiB (``SQLITE_IOERR_SHMSIZE``), so no command could even list the
+store, let alone free space. Then :func:`open_catalog` (``exclusive``) opens the database
+with ``locking_mode=EXCLUSIVE`` set before its first read: SQLite then keeps the
+wal-index in this process's heap and never touches ``-shm``, and the connection holds an
+exclusive lock, so no other process reads or writes meanwhile (they wait, for up to the
+busy timeout). Reads need no new disk blocks; a write still appends to the ``-wal`` and
+fails with ``ENOSPC`` until space is freed (the store then deletes the data files of
+spills it was asked to remove first: :mod:`~spillstore._stores.local_gc`). Such a
+connection serves one catalog operation only (:class:`db_errors` closes it when the
+outermost operation ends), so a long-lived process never holds the lock between calls.
+Below :data:`LOW_SPACE_BYTES` free, with no ``-shm`` in use, the exclusive connection is
+taken at once (:func:`no_room_for_shm`); a shared open that fails for room is followed
+by one too.
+
+Measured on a full 256 KiB tmpfs with SQLite 3.40: the normal open fails with
+``SQLITE_IOERR_SHMSIZE``, ``file:...?mode=ro`` fails the same way, the exclusive
+connection reads, and its ``DELETE`` fails with ``SQLITE_FULL`` and is rolled back (the
+database is unchanged). ``journal_mode=MEMORY`` would write in place without a journal,
+but a crash in the middle could corrupt the catalog, so it is not used.
+
+Every SQLite failure becomes a :class:`~spillstore.StoreError`: ``ENOSPC`` for a full
+disk, ``EILSEQ`` for a file that is not a database or is corrupt (:data:`DAMAGED`, whose
+message names ``spillstore check --fix``), ``EIO`` otherwise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+from spillstore._errors import StoreError
+from spillstore._stores.errors import map_os_errors
+
+__all__ = [
+    "BUSY_TIMEOUT_SECONDS",
+    "DAMAGED",
+    "db_errors",
+    "is_damaged",
+    "no_room_for_shm",
+    "on_scope_end",
+    "open_catalog",
+    "store_errno",
+]
+
+BUSY_TIMEOUT_SECONDS: Final = 60.0
+"""How long a writer waits for another process's transaction (they last milliseconds)."""
+
+DAMAGED: Final = errno.EILSEQ
+"""The ``errno`` of a :class:`StoreError` for a catalog that is not a database, or is
+corrupt: only ``spillstore check --fix`` repairs it."""
+
+LOW_SPACE_BYTES: Final = 256 * 1024
+"""Below this much free space, a catalog whose ``-shm`` is not there yet is opened
+exclusively at once: a shared open that fails halfway leaves the pages it could give the
+``-shm`` allocated, taking the room the exclusive connection's write needs."""
+
+SHM_BYTES: Final = 32 * 1024
+"""The size of SQLite's first wal-index block: a ``-shm`` this big is in use (or was),
+and a shared open needs no new blocks for it."""
+
+_FULL: Final = frozenset({"SQLITE_FULL", "SQLITE_IOERR_SHMSIZE"})
+"""SQLite's words for a full disk: a write that found no room, and a ``-shm`` that could
+not be given its blocks."""
+
+
+def store_errno(exc: sqlite3.Error) -> int:
+    """The ``errno`` a SQLite failure becomes (see the module docstring)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name in _FULL or "full" in str(exc).lower():
+        return errno.ENOSPC
+    if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
+        return DAMAGED
+    return errno.EIO
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the catalog file is not a database or is corrupt."""
+    return isinstance(exc, StoreError) and exc.errno == DAMAGED
+
+
+def no_room_for_shm(path: str) -> bool:
+    """Whether the catalog at ``path`` should be opened exclusively without trying the
+    shared open: its ``-shm`` is missing or small, and the disk is all but full."""
+    try:
+        if os.stat(f"{path}-shm", follow_symlinks=False).st_size >= SHM_BYTES:
+            return False
+    except FileNotFoundError:
+        pass
+    found = os.statvfs(os.path.dirname(path))
+    return found.f_bavail * found.f_frsize < LOW_SPACE_BYTES
+
+
+class _Scope(threading.local):
+    """This thread's open catalog operations and the fallback connections they opened."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.closers: list[Callable[[], None]] = []
+
+
+_scope = _Scope()
+
+
+class db_errors(map_os_errors):  # lower case: a context manager used like a function
+    """One catalog operation: translate ``sqlite3.Error`` into :class:`StoreError`; when
+    the outermost operation of the thread ends, close the fallback connections it
+    opened (:func:`on_scope_end`)."""
+
+    __slots__ = ()
+    _KIND = sqlite3.Error
+
+    def __enter__(self) -> None:
+        _scope.depth += 1
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        _scope.depth -= 1
+        if not _scope.depth and _scope.closers:
+            closers, _scope.closers = _scope.closers, []
+            for close in closers:
+                close()
+        super().__exit__(kind, exc, tb)
+
+    def _error(self, exc: Exception) -> StoreError:
+        assert isinstance(exc, sqlite3.Error)
+        code = store_errno(exc)
+        message = f"{self._action}: {exc}"
+        if code == DAMAGED:
+            message += "; 'spillstore check --fix' moves the damaged catalog aside and rebuilds it"
+        return StoreError(code, message)
+
+
+def on_scope_end(close: Callable[[], None]) -> None:
+    """Run ``close`` when this thread's outermost :class:`db_errors` ends."""
+    if not _scope.depth:
+        raise RuntimeError("a fallback connection opened outside a catalog operation")
+    _scope.closers.append(close)
+
+
+def open_catalog(
+    path: str, schema: Callable[[sqlite3.Connection], Any], *, exclusive: bool = False
+) -> sqlite3.Connection:
+    """A connection with ``synchronous=FULL`` and the schema made current (``schema``):
+    a shared WAL connection, or with ``exclusive`` one whose wal-index is in memory (no
+    ``-shm``), for one operation on a full disk (closed when the operation ends)."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    try:
+        if exclusive:  # before the first read: SQLite then never uses the -shm
+            conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+        else:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        schema(conn)
+    except BaseException:
+        conn.close()  # a failed connection must not keep its locks
+        raise
+    return conn
