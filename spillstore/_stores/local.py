@@ -49,14 +49,14 @@ from typing import ClassVar, Final
 import platformdirs
 
 from spillstore._core.gc_plan import GcEntry
-from spillstore._core.ids import is_session, is_spill_id
 from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES
-from spillstore._errors import PathOutsideStore, SpillExpired, SpillstoreError, StoreError
+from spillstore._errors import SpillExpired, SpillstoreError, StoreError
 from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
 from spillstore._stores.local_catalog import Catalog
 from spillstore._stores.local_check import CheckReport, audit, torn_rows
+from spillstore._stores.local_db import is_damaged
 from spillstore._stores.local_files import (
     LocalReader,
     LocalRoot,
@@ -83,6 +83,7 @@ from spillstore._stores.local_marks import (
     set_format,
 )
 from spillstore._stores.local_migrate import migrate_files_layout, upgrade_json_catalog
+from spillstore._stores.local_rebuild import check_catalog, may_open_damaged
 from spillstore._stores.local_scan import check_data, read_small
 from spillstore._stores.local_sink import LocalSink
 from spillstore._stores.meta import SpillMeta
@@ -171,7 +172,13 @@ class LocalStore(Store):
         self._readers_lock = threading.Lock()
         self._skipped: set[str] | None = None  # sessions gc or clean already reported
         self._rows_left: RowsLeft | None = None  # see local_gc.on_full_disk
-        if found == STORE_FORMAT or self._catalog.has_table("spills"):
+        try:
+            upgrade = found == STORE_FORMAT or self._catalog.has_table("spills")
+        except StoreError as exc:  # check opens it (local_rebuild.repairing) to repair it
+            if not is_damaged(exc) or not may_open_damaged():
+                raise
+            upgrade = False
+        if upgrade:
             self._migrate()
 
     def _migrate(self) -> None:
@@ -349,6 +356,9 @@ class LocalStore(Store):
         """
         with self._cleaner_lock():
             now = self._clock()
+            damaged = check_catalog(self._root, self._catalog, fix=fix, now=now)
+            if damaged and not fix:  # nothing else can be judged without the catalog
+                return CheckReport(problems=tuple(damaged), fix=fix)
 
             def remove(session: str, spill_id: str) -> bool:
                 left = self._rows_left
@@ -365,7 +375,7 @@ class LocalStore(Store):
                     published=self._published,
                 )
                 torn = torn_rows(self._root, self._catalog.list(None), fix=fix, remove_spill=remove)
-            return CheckReport(problems=(*report.problems, *torn), fix=fix)
+            return CheckReport(problems=(*damaged, *report.problems, *torn), fix=fix)
 
     acheck = method_twin(check)
 
@@ -453,27 +463,9 @@ class LocalStore(Store):
                     os.close(root_fd)
 
     def _spill_id_of_path(self, path: str) -> str:
-        real = os.path.realpath(path)
-        relative = os.path.relpath(real, self._root.real_path)
-        parts = relative.split(os.sep)
-        outside = PathOutsideStore(
-            f"{path} is not a spill file of the store at {self._root.real_path}", path=path
-        )
-        if len(parts) != 2 or relative.startswith(os.pardir) or os.path.isabs(relative):
-            raise outside
-        session, name = parts
-        if not is_session(session) or not name.endswith(".out") or not is_spill_id(name[:-4]):
-            raise outside
-        spill_id = name[:-4]
-        try:
-            st = os.lstat(real)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise PathOutsideStore(f"{path} is not a regular file", path=path)
-        meta = self._stat(spill_id)
-        if meta.session != session:
-            raise outside
+        session, spill_id = self._root.spill_of_path(path)
+        if self._stat(spill_id).session != session:
+            raise self._root.outside(path)
         return spill_id
 
     def _adopt_in_place(

@@ -40,13 +40,15 @@ from typing import Any, Final
 
 from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
-from spillstore._stores.local_db import db_errors as _db_errors
 from spillstore._stores.local_db import (
+    check_header,
+    is_damaged,
     no_room_for_shm,
     on_scope_end,
     open_catalog,
     store_errno,
 )
+from spillstore._stores.local_db import db_errors as _db_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
 from spillstore._stores.local_rows import (
@@ -159,10 +161,12 @@ class Catalog:
         self._path = os.path.join(root.path, CATALOG_NAME)
         self._base = root.real_path + os.sep
         self._local = threading.local()
-        self._check_files(create=True)
+        self._check_files(create=True, header=False)  # a damaged one is for check --fix
 
-    def _check_files(self, *, create: bool) -> None:
-        """Refuse database files that are links, not ours, or not regular; create 0600."""
+    def _check_files(self, *, create: bool, header: bool = True) -> None:
+        """Refuse database files that are links, not ours, or not regular, and a catalog
+        that is not an SQLite database (before SQLite opens it: it would delete a ``-wal``
+        left beside it); create 0600."""
         root_fd = self._root.open()
         try:
             for name in sorted(CATALOG_FILES):
@@ -177,6 +181,8 @@ class Catalog:
                         "it is a link, not a regular file, or not this user's "
                         "(spillstore check --fix removes it)",
                     )
+                if header and name == CATALOG_NAME and st.st_size:
+                    check_header(name, root_fd)
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.close(os.open(CATALOG_NAME, CREATE_FLAGS, 0o600, dir_fd=root_fd))
@@ -239,6 +245,19 @@ class Catalog:
         if conn is not None and self._local.pid == os.getpid():
             conn.close()
         self._local.conn = None
+
+    def damage(self) -> str | None:
+        """Why the catalog is unusable (not a database, or corrupt: SQLite's
+        ``quick_check``), or None when it is sound."""
+        try:
+            with _db_errors("cannot open the catalog"):
+                found = [row[0] for row in self._conn().execute("PRAGMA quick_check")]
+        except StoreError as exc:
+            if not is_damaged(exc):
+                raise
+            return str(exc.__cause__ or exc)
+        bad = [line for line in found if line != "ok"]
+        return "; ".join(bad[:3]) if bad else None
 
     def has_table(self, name: str) -> bool:
         """Whether the database holds the table ``name`` (the upgrade looks for old ones)."""

@@ -17,7 +17,11 @@ What it finds (each a :class:`Problem`):
   write. Fix: chmod 0700/0600 (only this user's).
 - ``unmarked``: a session directory holding spills but no ``.session`` marker (a 0.1
   store). Fix: marked.
-- ``foreign``: a name the store never makes. Reported, never touched.
+- ``bad_catalog``: a catalog that is not a database, or that SQLite finds corrupt (every
+  other command fails naming ``check --fix``). Fix: moved aside and rebuilt from the data
+  files (:mod:`~spillstore._stores.local_rebuild`).
+- ``foreign``: a name the store never makes, or a damaged catalog moved aside. Reported,
+  never touched.
 """
 
 from __future__ import annotations
@@ -39,12 +43,14 @@ from spillstore._stores.local_files import (
     unlink_quiet,
 )
 from spillstore._stores.local_gc import in_use, is_orphan_name, remove_orphan
-from spillstore._stores.local_marks import CATALOG_FILES, MARKER, is_store_name
+from spillstore._stores.local_marks import ASIDE_MARK, CATALOG_FILES, MARKER, is_store_name
 from spillstore._stores.meta import SpillMeta
 
 __all__ = ["CheckReport", "Problem", "ProblemKind", "Remover", "audit", "torn_rows"]
 
-ProblemKind = Literal["orphan", "torn", "bad_entry", "permissions", "unmarked", "foreign"]
+ProblemKind = Literal[
+    "orphan", "torn", "bad_entry", "permissions", "unmarked", "bad_catalog", "foreign"
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +107,9 @@ def audit(
         for entry in entries:
             if entry.name in ROOT_FILES or TEMP_RE.fullmatch(entry.name):
                 problems += _check_file(root_fd, entry.name, entry.name, fix=fix)
+            elif entry.name.startswith(ASIDE_MARK):
+                why = "a damaged catalog that check --fix moved aside: remove it when not needed"
+                problems.append(Problem("foreign", entry.name, why))
             elif not is_session(entry.name):
                 problems.append(Problem("foreign", entry.name, "not a name spillstore makes"))
             elif entry.is_symlink() or not entry.is_dir(follow_symlinks=False):

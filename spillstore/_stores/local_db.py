@@ -44,6 +44,7 @@ from spillstore._stores.errors import map_os_errors
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "DAMAGED",
+    "check_header",
     "db_errors",
     "is_damaged",
     "no_room_for_shm",
@@ -68,6 +69,9 @@ SHM_BYTES: Final = 32 * 1024
 """The size of SQLite's first wal-index block: a ``-shm`` this big is in use (or was),
 and a shared open needs no new blocks for it."""
 
+_MAGIC: Final = b"SQLite format 3\x00"
+_FIX_HINT: Final = "; 'spillstore check --fix' moves the damaged catalog aside and rebuilds it"
+
 _FULL: Final = frozenset({"SQLITE_FULL", "SQLITE_IOERR_SHMSIZE"})
 """SQLite's words for a full disk: a write that found no room, and a ``-shm`` that could
 not be given its blocks."""
@@ -81,6 +85,20 @@ def store_errno(exc: sqlite3.Error) -> int:
     if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
         return DAMAGED
     return errno.EIO
+
+
+def check_header(name: str, dir_fd: int) -> None:
+    """Raise the :data:`DAMAGED` error if the non-empty file ``name`` does not begin as an
+    SQLite database does. Checked before SQLite opens it: SQLite's failed connection
+    would delete the ``-wal`` beside it, which ``check --fix`` moves aside instead."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        header = os.pread(fd, len(_MAGIC), 0)
+    finally:
+        os.close(fd)
+    if header != _MAGIC:
+        cause = sqlite3.DatabaseError("file is not a database")  # as SQLite would say
+        raise StoreError(DAMAGED, f"cannot open the catalog: {cause}{_FIX_HINT}") from cause
 
 
 def is_damaged(exc: BaseException) -> bool:
@@ -135,7 +153,7 @@ class db_errors(map_os_errors):  # lower case: a context manager used like a fun
         code = store_errno(exc)
         message = f"{self._action}: {exc}"
         if code == DAMAGED:
-            message += "; 'spillstore check --fix' moves the damaged catalog aside and rebuilds it"
+            message += _FIX_HINT
         return StoreError(code, message)
 
 

@@ -61,3 +61,19 @@ def test_a_non_empty_foreign_root_is_refused_unless_forced(tmp_path: Path) -> No
     forced = cli(root, "--force-root", "gc", "--grace", "0", "--max-age", "1s")
     assert forced.returncode == 0, forced.stderr
     assert (root / "Templates").is_dir() and (root / ".spillstore").is_file()
+
+
+def test_cli_names_check_fix_and_check_fix_repairs(tmp_path: Path) -> None:
+    """With a garbage catalog: ls, gc and rm fail in one line naming check --fix; check
+    exits 1 saying so; check --fix exits 0; ls lists the spill again."""
+    store = tmp_path / "store"
+    assert run_python(store, SEQ).returncode == 0
+    [spill] = spills(store, "-a")
+    (store / "catalog.sqlite3").write_bytes(b"garbage")
+    for args in (["ls"], ["gc"], ["rm", str(spill["spill_id"])]):
+        failed = cli(store, *args)
+        assert "'spillstore check --fix'" in one_error_line(failed), args
+    found = cli(store, "check")
+    assert found.returncode == 1 and b"bad_catalog" in found.stdout
+    assert cli(store, "check", "--fix").returncode == 0
+    assert [s["spill_id"] for s in spills(store, "-a")] == [spill["spill_id"]]
