@@ -41,9 +41,10 @@ from typing import Any, Final
 from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.local_db import (
+    DAMAGED,
     check_header,
+    choose_mode,
     is_damaged,
-    no_room_for_shm,
     on_scope_end,
     open_catalog,
     store_errno,
@@ -160,13 +161,12 @@ class Catalog:
         self._root = root
         self._path = os.path.join(root.path, CATALOG_NAME)
         self._base = root.real_path + os.sep
-        self._local = threading.local()
-        self._check_files(create=True, header=False)  # a damaged one is for check --fix
+        self._local = threading.local()  # the files are checked when a connection opens
 
-    def _check_files(self, *, create: bool, header: bool = True) -> None:
-        """Refuse database files that are links, not ours, or not regular, and a catalog
-        that is not an SQLite database (before SQLite opens it: it would delete a ``-wal``
-        left beside it); create 0600."""
+    def bad_files(self) -> dict[str, str]:
+        """``{name: why}`` of the catalog's files that are not this user's regular files
+        with one link (SQLite follows links: they are refused before it opens them)."""
+        bad = {}
         root_fd = self._root.open()
         try:
             for name in sorted(CATALOG_FILES):
@@ -174,24 +174,44 @@ class Catalog:
                     st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue
-                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
-                    raise UnsafeStoreRoot(
-                        errno.EPERM,
-                        f"refusing the catalog file {os.path.join(self._root.path, name)}: "
-                        "it is a link, not a regular file, or not this user's "
-                        "(spillstore check --fix removes it)",
-                    )
-                if header and name == CATALOG_NAME and st.st_size:
-                    check_header(name, root_fd)
-            if create:
+                if stat.S_ISLNK(st.st_mode):
+                    bad[name] = "a symlink"
+                elif not stat.S_ISREG(st.st_mode):
+                    bad[name] = "not a regular file"
+                elif st.st_uid != os.geteuid():
+                    bad[name] = f"owned by uid {st.st_uid}"
+                elif st.st_nlink != 1:
+                    bad[name] = f"has {st.st_nlink} hard links"
+        finally:
+            os.close(root_fd)
+        return bad
+
+    def _check_files(self) -> None:
+        """Refuse database files that are links, not ours, or not regular, and a catalog
+        that is not an SQLite database (before SQLite opens it: it would delete a ``-wal``
+        left beside it); create 0600."""
+        for name, why in self.bad_files().items():
+            raise UnsafeStoreRoot(
+                DAMAGED,
+                f"refusing the catalog file {os.path.join(self._root.path, name)}: it is "
+                f"{why}; 'spillstore check --fix' moves it aside",
+            )
+        root_fd = self._root.open()
+        try:
+            try:
+                size = os.stat(CATALOG_NAME, dir_fd=root_fd, follow_symlinks=False).st_size
+            except FileNotFoundError:
                 with contextlib.suppress(FileExistsError):
                     os.close(os.open(CATALOG_NAME, CREATE_FLAGS, 0o600, dir_fd=root_fd))
+            else:
+                if size:
+                    check_header(CATALOG_NAME, root_fd)
         finally:
             os.close(root_fd)
 
     def _conn(self) -> sqlite3.Connection:
-        """This thread's connection; on a full disk, this operation's fallback connection
-        (:mod:`~spillstore._stores.local_db`), closed when the operation ends."""
+        """This thread's connection; on a full disk or a read-only filesystem, this
+        operation's own (:mod:`~spillstore._stores.local_db`), closed when it ends."""
         local = self._local
         conn: sqlite3.Connection | None = getattr(local, "conn", None)
         if conn is not None and local.pid == os.getpid():
@@ -199,17 +219,17 @@ class Catalog:
         fallback: sqlite3.Connection | None = getattr(local, "fallback", None)
         if fallback is not None:
             return fallback
-        self._check_files(create=True)
+        self._check_files()
         with _db_errors("cannot open the catalog"):
-            exclusive = no_room_for_shm(self._path)
+            mode = choose_mode(self._path)
             try:
-                conn = open_catalog(self._path, _make_schema, exclusive=exclusive)
+                conn = open_catalog(self._path, _make_schema, mode)
             except sqlite3.Error as exc:
-                if exclusive or store_errno(exc) != errno.ENOSPC:
+                if mode != "shared" or store_errno(exc) != errno.ENOSPC:
                     raise
-                exclusive = True
-                conn = open_catalog(self._path, _make_schema, exclusive=True)
-            if exclusive:
+                mode = "exclusive"
+                conn = open_catalog(self._path, _make_schema, mode)
+            if mode != "shared":
                 local.fallback = conn
                 on_scope_end(self._close_fallback)
             else:

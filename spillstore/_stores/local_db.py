@@ -15,8 +15,10 @@ spills it was asked to remove first: :mod:`~spillstore._stores.local_gc`). Such 
 connection serves one catalog operation only (:class:`db_errors` closes it when the
 outermost operation ends), so a long-lived process never holds the lock between calls.
 Below :data:`LOW_SPACE_BYTES` free, with no ``-shm`` in use, the exclusive connection is
-taken at once (:func:`no_room_for_shm`); a shared open that fails for room is followed
-by one too.
+taken at once (:func:`choose_mode`); a shared open that fails for room is followed by
+one too. On a read-only filesystem neither can open (no ``-wal`` can be made, no lock
+taken): the catalog is opened ``immutable``, which is safe there, as nothing can change
+the file, unless a ``-wal`` holds changes the file has not got (then it is refused).
 
 Measured on a full 256 KiB tmpfs with SQLite 3.40: the normal open fails with
 ``SQLITE_IOERR_SHMSIZE``, ``file:...?mode=ro`` fails the same way, the exclusive
@@ -25,18 +27,21 @@ database is unchanged). ``journal_mode=MEMORY`` would write in place without a j
 but a crash in the middle could corrupt the catalog, so it is not used.
 
 Every SQLite failure becomes a :class:`~spillstore.StoreError`: ``ENOSPC`` for a full
-disk, ``EILSEQ`` for a file that is not a database or is corrupt (:data:`DAMAGED`, whose
-message names ``spillstore check --fix``), ``EIO`` otherwise.
+disk, ``EROFS`` for a write on a read-only filesystem, ``EILSEQ`` for a file that is not
+a database or is corrupt (:data:`DAMAGED`, whose message names ``spillstore check
+--fix``), ``EIO`` otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from spillstore._errors import StoreError
 from spillstore._stores.errors import map_os_errors
@@ -44,10 +49,11 @@ from spillstore._stores.errors import map_os_errors
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "DAMAGED",
+    "Mode",
     "check_header",
+    "choose_mode",
     "db_errors",
     "is_damaged",
-    "no_room_for_shm",
     "on_scope_end",
     "open_catalog",
     "store_errno",
@@ -84,6 +90,8 @@ def store_errno(exc: sqlite3.Error) -> int:
         return errno.ENOSPC
     if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
         return DAMAGED
+    if name.startswith("SQLITE_READONLY"):
+        return errno.EROFS
     return errno.EIO
 
 
@@ -106,16 +114,33 @@ def is_damaged(exc: BaseException) -> bool:
     return isinstance(exc, StoreError) and exc.errno == DAMAGED
 
 
-def no_room_for_shm(path: str) -> bool:
-    """Whether the catalog at ``path`` should be opened exclusively without trying the
-    shared open: its ``-shm`` is missing or small, and the disk is all but full."""
+Mode = Literal["shared", "exclusive", "immutable"]
+"""How a connection opens the catalog: shared (WAL with ``-shm``, kept for the thread),
+exclusive (the wal-index in memory: a full disk) or immutable (a read-only filesystem,
+where nothing can change the file: no locks, no ``-wal``); the last two for one
+operation at a time."""
+
+
+def choose_mode(path: str) -> Mode:
+    """How to open the catalog at ``path`` (see :data:`Mode`): exclusive at once when its
+    ``-shm`` is missing or small and the disk is all but full."""
+    found = os.statvfs(os.path.dirname(path))
+    if found.f_flag & os.ST_RDONLY:
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(f"{path}-wal", follow_symlinks=False).st_size:
+                raise StoreError(
+                    errno.EROFS,
+                    "cannot read the catalog: its filesystem is read-only, and its -wal "
+                    "holds changes the database file has not got yet (mount it read-write "
+                    "once, and any spillstore command folds them in)",
+                )
+        return "immutable"
     try:
         if os.stat(f"{path}-shm", follow_symlinks=False).st_size >= SHM_BYTES:
-            return False
+            return "shared"
     except FileNotFoundError:
         pass
-    found = os.statvfs(os.path.dirname(path))
-    return found.f_bavail * found.f_frsize < LOW_SPACE_BYTES
+    return "exclusive" if found.f_bavail * found.f_frsize < LOW_SPACE_BYTES else "shared"
 
 
 class _Scope(threading.local):
@@ -165,16 +190,19 @@ def on_scope_end(close: Callable[[], None]) -> None:
 
 
 def open_catalog(
-    path: str, schema: Callable[[sqlite3.Connection], Any], *, exclusive: bool = False
+    path: str, schema: Callable[[sqlite3.Connection], Any], mode: Mode = "shared"
 ) -> sqlite3.Connection:
-    """A connection with ``synchronous=FULL`` and the schema made current (``schema``):
-    a shared WAL connection, or with ``exclusive`` one whose wal-index is in memory (no
-    ``-shm``), for one operation on a full disk (closed when the operation ends)."""
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    """A connection in ``mode`` with ``synchronous=FULL`` and the schema made current
+    (``schema``)."""
+    if mode == "immutable":
+        uri = f"file:{urllib.parse.quote(path)}?immutable=1"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
     try:
-        if exclusive:  # before the first read: SQLite then never uses the -shm
+        if mode == "exclusive":  # before the first read: SQLite then never uses the -shm
             conn.execute("PRAGMA locking_mode=EXCLUSIVE")
-        else:
+        elif mode == "shared":
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         schema(conn)

@@ -74,42 +74,64 @@ RECOVERED_NOTE: Final = (
 
 _PIECE: Final = 1 << 20
 
+_SUFFIXES: Final = ("-wal", "-shm", "")
+"""The catalog's files, the database last: a new one never meets an old WAL."""
+
 
 def check_catalog(root: LocalRoot, catalog: Catalog, *, fix: bool, now: float) -> list[Problem]:
-    """The damaged catalog as a problem (none if it is sound); with ``fix`` it is set
-    aside and rebuilt from the data files."""
-    why = catalog.damage()
-    if why is None:
-        return []
-    detail = f"the catalog is damaged ({why})"
+    """The catalog's problems: files that are not private regular files (a link, a
+    directory, another user's), and a database that is not one or is corrupt. With
+    ``fix`` they are set aside; a catalog database set aside is rebuilt from the data
+    files (a bad ``-wal`` or ``-shm`` alone is only set aside: it holds no data)."""
+    bad = catalog.bad_files()
+    later = " (the rest of the store is checked once it is repaired)"
+    if bad and not fix:
+        return [
+            Problem("bad_catalog", name, f"{why}; --fix moves it aside{later}")
+            for name, why in bad.items()
+        ]
+    problems = []
+    if bad:
+        catalog.close()
+        aside = set_aside(root, now, whole=CATALOG_NAME in bad)
+        for name, why in bad.items():
+            moved = aside + name.removeprefix(CATALOG_NAME)
+            problems.append(Problem("bad_catalog", name, f"{why}; moved to {moved}", fixed=True))
+        if CATALOG_NAME in bad:
+            return [*problems, _rebuilt(root, catalog, "the catalog was set aside")]
+    damage = catalog.damage()
+    if damage is None:
+        return problems
+    detail = f"the catalog is damaged ({damage})"
     if not fix:
-        detail += (
-            "; --fix moves it aside and rebuilds it from the data files (the rest of "
-            "the store is checked once it is rebuilt)"
-        )
+        detail += f"; --fix moves it aside and rebuilds it from the data files{later}"
         return [Problem("bad_catalog", CATALOG_NAME, detail)]
     catalog.close()
-    aside = set_aside(root, now)
+    return [*problems, _rebuilt(root, catalog, f"{detail}; moved to {set_aside(root, now)}")]
+
+
+def _rebuilt(root: LocalRoot, catalog: Catalog, detail: str) -> Problem:
     recovered = adopt_data_files(root, catalog)
     detail += (
-        f"; moved to {aside}, and a new catalog records the {len(recovered)} spill(s) "
-        "whose data files were found (their tool, call id and time are not the original "
-        "ones; removed spills' ids now read as not found)"
+        f"; a new catalog records the {len(recovered)} spill(s) whose data files were found "
+        "(their tool, call id and time are not the original ones; removed spills' ids now "
+        "read as not found)"
     )
-    return [Problem("bad_catalog", CATALOG_NAME, detail, fixed=True)]
+    return Problem("bad_catalog", CATALOG_NAME, detail, fixed=True)
 
 
-def set_aside(root: LocalRoot, now: float) -> str:
-    """Rename the catalog and its companions aside; return the catalog's new name."""
+def set_aside(root: LocalRoot, now: float, *, whole: bool = True) -> str:
+    """Rename the catalog and its companions aside (only the ``-wal`` and ``-shm`` unless
+    ``whole``); return the catalog's new name."""
     stamp = datetime.datetime.fromtimestamp(now, datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     root_fd = root.open()
     try:
         aside = f"{ASIDE_MARK}{stamp}"
         n = 1
-        while _exists(aside, root_fd) or _exists(f"{aside}-wal", root_fd):
+        while any(_exists(aside + suffix, root_fd) for suffix in _SUFFIXES):
             n += 1
             aside = f"{ASIDE_MARK}{stamp}-{n}"
-        for suffix in ("-wal", "-shm", ""):  # the database last: a new one never meets an old WAL
+        for suffix in _SUFFIXES if whole else _SUFFIXES[:2]:
             if _exists(CATALOG_NAME + suffix, root_fd):
                 old, new = CATALOG_NAME + suffix, aside + suffix
                 os.replace(old, new, src_dir_fd=root_fd, dst_dir_fd=root_fd)

@@ -127,3 +127,34 @@ def test_a_recovered_spill_whose_file_changes_is_refused(tmp_path: Path) -> None
         f.write(b"NO")
     with pytest.raises(StoreError, match="changed"):
         store.read_bytes(ids[1], 0, 2)
+
+
+@pytest.mark.parametrize("bad", ["directory", "wal_symlink", "hard_link"])
+def test_a_catalog_file_that_is_not_ours_is_set_aside(tmp_path: Path, bad: str) -> None:
+    """A catalog that is a directory or a hard link, or a -wal that is a symlink: every
+    use fails naming check --fix, and no target is touched; check --fix moves the bad
+    name aside (the database with it only if it was the bad one) and the store works."""
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    catalog = root / "catalog.sqlite3"
+    if bad == "directory":
+        catalog.unlink()
+        catalog.mkdir()
+    elif bad == "hard_link":
+        os.link(catalog, tmp_path / "second-name")
+    else:
+        (root / "catalog.sqlite3-wal").unlink(missing_ok=True)
+        (root / "catalog.sqlite3-wal").symlink_to(victim)
+    with pytest.raises(StoreError, match="'spillstore check --fix' moves it aside"):
+        LocalStore(root)
+    found = store.check()
+    assert [(p.kind, p.fixed) for p in found.problems] == [("bad_catalog", False)]
+    assert store.check(fix=True).ok
+    assert victim.read_bytes() == b"precious"
+    fresh = LocalStore(root)
+    assert sorted(m.spill_id for m in fresh.list()) == sorted(ids)
+    recovered = fresh.stat(ids[0]).media_notes == (RECOVERED_NOTE,)
+    assert recovered == (bad != "wal_symlink")  # a bad -wal alone costs no metadata
+    assert fresh.read_bytes(ids[1], 0, 2) == b"no"

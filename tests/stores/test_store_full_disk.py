@@ -1,4 +1,5 @@
-"""LocalStore on a full disk: it can still be listed and read, and cleaned to free space.
+"""LocalStore on a full disk: it can still be listed and read, and cleaned to free space;
+and on a read-only filesystem: it can be listed and read.
 
 SQLite deletes the catalog's ``-wal``/``-shm`` when its last connection closes, and the
 next one cannot create a ``-shm`` on a full disk; the store then opens the catalog
@@ -13,6 +14,7 @@ import errno
 import logging
 import os
 import sqlite3
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -142,17 +144,17 @@ def test_the_full_disk_connection_is_held_for_one_operation_only(tmp_path: Path)
         assert store.read_bytes(ids[0], 0, 1) == b"0"
 
 
-def _failing_open(names: list[str]) -> Any:
+def _failing_open(modes: list[str]) -> Any:
     """``open_catalog`` that fails the shared open as a full disk does."""
     real = local_catalog_module.open_catalog
 
-    def open_catalog(path: str, schema: Any, *, exclusive: bool = False) -> sqlite3.Connection:
-        names.append("exclusive" if exclusive else "shared")
-        if not exclusive:
+    def open_catalog(path: str, schema: Any, mode: str = "shared") -> sqlite3.Connection:
+        modes.append(mode)
+        if mode == "shared":
             exc = sqlite3.OperationalError("disk I/O error")
             exc.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"  # type: ignore[attr-defined]
             raise exc
-        return real(path, schema, exclusive=exclusive)
+        return real(path, schema, mode)  # type: ignore[arg-type]
 
     return open_catalog
 
@@ -178,7 +180,7 @@ def test_the_exclusive_connection_is_chosen_only_for_a_full_disk(
     assert fresh.delete(meta.spill_id)
     assert fresh.list() == []
 
-    def locked(path: str, schema: Any, *, exclusive: bool = False) -> sqlite3.Connection:
+    def locked(path: str, schema: Any, mode: str = "shared") -> sqlite3.Connection:
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(local_catalog_module, "open_catalog", locked)
@@ -200,3 +202,26 @@ def test_cli_cleans_a_full_disk(tmp_path: Path) -> None:
         fixed = cli(root, "check", "--fix")
         assert fixed.returncode == 0 and b"no problems found" in fixed.stdout, fixed.stderr
         assert _data_files(root) == []
+
+
+def test_a_store_on_a_read_only_filesystem_is_listed_and_read(tmp_path: Path) -> None:
+    """Remounted read-only: list, stat, read and scan work (the catalog opens immutable);
+    a removal or a write fails with one EROFS StoreError and changes nothing."""
+    mount = tmp_path / "mnt"
+    with tmpfs(mount, "1m"):
+        root, ids = _full_store(mount, [60_000, 100])
+        os.unlink(mount / "fill")
+        remount = ["mount", "-o", "remount,ro", str(mount)]
+        assert subprocess.run(remount, capture_output=True, check=False).returncode == 0
+        store = LocalStore(root)
+        assert [m.spill_id for m in store.list()] == ids
+        assert store.read_bytes(ids[0], 0, 3) == b"0 0"
+        assert [meta.spill_id for meta, _ in store.scan_data(store.list())] == ids
+        for change in (
+            lambda: store.delete(ids[0]),
+            lambda: store.put(b"x\n", **KW),
+        ):
+            with pytest.raises(StoreError) as caught:
+                change()
+            assert caught.value.errno == errno.EROFS, caught.value
+        assert [m.spill_id for m in store.list()] == ids
