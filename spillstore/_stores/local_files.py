@@ -36,6 +36,7 @@ __all__ = [
     "LocalReader",
     "LocalRoot",
     "check_dir",
+    "exists_at",
     "make_dirs",
     "read_all",
     "temp_name",
@@ -126,6 +127,15 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def exists_at(name: str, dir_fd: int) -> bool:
+    """Whether ``name`` exists in the directory ``dir_fd`` (a link is not followed)."""
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def unlink_quiet(name: str, dir_fd: int) -> bool:

@@ -45,6 +45,7 @@ from spillstore._stores.local_files import (
     SESSION_MARKER,
     TEMP_RE,
     LocalRoot,
+    exists_at,
     unlink_quiet,
 )
 
@@ -87,19 +88,11 @@ def is_orphan_name(name: str, names: set[str]) -> bool:
     return bool(dot) and ext in _SPILL_EXTS and is_spill_id(stem) and f"{stem}.json" not in names
 
 
-def _exists(name: str, dir_fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def _guard(name: str, dir_fd: int) -> tuple[str, bool]:
     """The file whose lock protects ``name``, and whether ``name`` is a final name."""
     final = not TEMP_RE.fullmatch(name)
     stem = name.rpartition(".")[0]
-    return (f"{stem}.out" if final and _exists(f"{stem}.out", dir_fd) else name), final
+    return (f"{stem}.out" if final and exists_at(f"{stem}.out", dir_fd) else name), final
 
 
 def in_use(name: str, dir_fd: int) -> bool:

@@ -32,7 +32,7 @@ from spillstore._core.ids import is_spill_id
 from spillstore._core.index import IndexBuilder
 from spillstore._stores.local_catalog import CATALOG_NAME, Catalog, Identity
 from spillstore._stores.local_check import Problem
-from spillstore._stores.local_files import READ_FLAGS, LocalRoot
+from spillstore._stores.local_files import READ_FLAGS, LocalRoot, exists_at
 from spillstore._stores.local_gc import in_use
 from spillstore._stores.local_marks import ASIDE_MARK
 from spillstore._stores.meta import SpillMeta
@@ -128,25 +128,17 @@ def set_aside(root: LocalRoot, now: float, *, whole: bool = True) -> str:
     try:
         aside = f"{ASIDE_MARK}{stamp}"
         n = 1
-        while any(_exists(aside + suffix, root_fd) for suffix in _SUFFIXES):
+        while any(exists_at(aside + suffix, root_fd) for suffix in _SUFFIXES):
             n += 1
             aside = f"{ASIDE_MARK}{stamp}-{n}"
         for suffix in _SUFFIXES if whole else _SUFFIXES[:2]:
-            if _exists(CATALOG_NAME + suffix, root_fd):
+            if exists_at(CATALOG_NAME + suffix, root_fd):
                 old, new = CATALOG_NAME + suffix, aside + suffix
                 os.replace(old, new, src_dir_fd=root_fd, dst_dir_fd=root_fd)
         os.fsync(root_fd)
     finally:
         os.close(root_fd)
     return aside
-
-
-def _exists(name: str, dir_fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def adopt_data_files(root: LocalRoot, catalog: Catalog) -> list[str]:
