@@ -16,7 +16,9 @@ Commit order (:mod:`~spillstore._stores.local_sink`): the data file is written, 
 and linked to its name, the directory fsynced, then the catalog row commits: that commit
 is the commit point, and a data file without a row is a crashed writer's leftover that
 ``gc`` removes after the grace period (never while its writer holds its lock). ``gc``
-deletes the row (leaving a tombstone, in the same transaction), then the file.
+deletes the row (leaving a tombstone, in the same transaction), then the file (on a full
+disk, where the row cannot go first, the file goes first: see
+:mod:`~spillstore._stores.local_gc`).
 
 Files are opened without following links, relative to checked session directories
 (:mod:`~spillstore._stores.local_files`), and must be regular files. A data file must be

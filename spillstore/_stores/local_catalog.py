@@ -19,8 +19,11 @@ process (a forked child opens its own). Rows a thread read stay valid while SQLi
 ``data_version`` of its connection does not change (no other connection committed) and
 the thread removed nothing itself: a repeated ``stat`` costs one pragma, not a query.
 Before SQLite opens them, the database files must be this user's regular files with one
-link (SQLite follows links; we refuse them first). Every SQLite failure becomes a
-:class:`~spillstore.StoreError` (``ENOSPC`` for a full disk, ``EIO`` otherwise).
+link (SQLite follows links; we refuse them first), and the database must start as one.
+A full disk or a read-only filesystem gets a connection of its own for each operation,
+and every SQLite failure becomes a :class:`~spillstore.StoreError`
+(:mod:`~spillstore._stores.local_db`); a damaged catalog is repaired by ``check --fix``
+(:mod:`~spillstore._stores.local_rebuild`).
 """
 
 from __future__ import annotations
