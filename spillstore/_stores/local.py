@@ -359,7 +359,7 @@ class LocalStore(Store):
         with self._cleaner_lock():
             now = self._clock()
             damaged = check_catalog(self._root, self._catalog, fix=fix, now=now)
-            if damaged and not fix:  # nothing else can be judged without the catalog
+            if any(not p.fixed for p in damaged):  # nothing else can be judged without it
                 return CheckReport(problems=tuple(damaged), fix=fix)
 
             def remove(session: str, spill_id: str) -> bool:

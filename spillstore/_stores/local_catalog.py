@@ -47,6 +47,7 @@ from spillstore._stores.local_db import (
     DAMAGED,
     check_header,
     choose_mode,
+    held_elsewhere,
     is_damaged,
     on_scope_end,
     open_catalog,
@@ -281,6 +282,10 @@ class Catalog:
             return str(exc.__cause__ or exc)
         bad = [line for line in found if line != "ok"]
         return "; ".join(bad[:3]) if bad else None
+
+    def held_elsewhere(self) -> bool:
+        """Whether another process has the database open (close this thread's first)."""
+        return held_elsewhere(self._path)
 
     def has_table(self, name: str) -> bool:
         """Whether the database holds the table ``name`` (the upgrade looks for old ones)."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import sqlite3
 import threading
@@ -53,6 +54,7 @@ __all__ = [
     "check_header",
     "choose_mode",
     "db_errors",
+    "held_elsewhere",
     "is_damaged",
     "on_scope_end",
     "open_catalog",
@@ -107,6 +109,29 @@ def check_header(name: str, dir_fd: int) -> None:
     if header != _MAGIC:
         cause = sqlite3.DatabaseError("file is not a database")  # as SQLite would say
         raise StoreError(DAMAGED, f"cannot open the catalog: {cause}{_FIX_HINT}") from cause
+
+
+SHARED_LOCKS: Final = (0x40000002, 510)
+"""``(start, length)`` of the bytes of the database file that SQLite's unix VFS read-locks
+for a reader; a connection in WAL mode holds one of them as long as it is open."""
+
+
+def held_elsewhere(path: str) -> bool:
+    """Whether another process has the database at ``path`` open through SQLite (it holds
+    a read lock). This process must have no connection to it: closing the descriptor
+    opened here drops every POSIX lock the process holds on the file."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    start, length = SHARED_LOCKS
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, length, start)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # the probe's lock goes with it
+    return False
 
 
 def is_damaged(exc: BaseException) -> bool:

@@ -107,6 +107,12 @@ def check_catalog(root: LocalRoot, catalog: Catalog, *, fix: bool, now: float) -
         detail += f"; --fix moves it aside and rebuilds it from the data files{later}"
         return [Problem("bad_catalog", CATALOG_NAME, detail)]
     catalog.close()
+    if catalog.held_elsewhere():  # its SQLite would later delete the new -wal by name
+        detail += (
+            "; not moved: another process has it open (an MCP server or a spillstore "
+            "command): stop it, then run check --fix again"
+        )
+        return [*problems, Problem("bad_catalog", CATALOG_NAME, detail)]
     return [*problems, _rebuilt(root, catalog, f"{detail}; moved to {set_aside(root, now)}")]
 
 

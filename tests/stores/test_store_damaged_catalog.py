@@ -6,6 +6,8 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,32 @@ def test_a_catalog_file_that_is_not_ours_is_set_aside(tmp_path: Path, bad: str) 
     recovered = fresh.stat(ids[0]).media_notes == (RECOVERED_NOTE,)
     assert recovered == (bad != "wal_symlink")  # a bad -wal alone costs no metadata
     assert fresh.read_bytes(ids[1], 0, 2) == b"no"
+
+
+def test_a_damaged_catalog_another_process_holds_open_is_not_moved(tmp_path: Path) -> None:
+    """check --fix leaves a damaged catalog in place while another process has it open
+    (its SQLite would delete the new catalog's -wal by name when it closes), says so,
+    and repairs it once that process is gone."""
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    hold = (
+        "import sqlite3, sys\n"
+        f"c = sqlite3.connect({str(root / 'catalog.sqlite3')!r})\n"
+        "c.execute('SELECT count(*) FROM spill').fetchall()\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
+        _damage(root, "corrupt")
+        [problem] = store.check(fix=True).problems
+        assert (problem.kind, problem.fixed) == ("bad_catalog", False)
+        assert "another process has it open" in problem.detail
+        assert list(root.glob("catalog.sqlite3~damaged-*")) == []
+    finally:
+        holder.communicate(b"")
+    assert store.check(fix=True).ok
+    assert sorted(m.spill_id for m in store.list()) == sorted(ids)
