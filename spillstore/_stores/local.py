@@ -395,9 +395,9 @@ class LocalStore(Store):
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self._skipped, self._rows_left = set(), []
                 yield
+                finish_rows_left(self._rows_left)
             finally:
-                left, self._skipped, self._rows_left = self._rows_left, None, None
-                finish_rows_left(left or [])
+                self._skipped = self._rows_left = None
                 os.close(fd)
 
     def _orphans(

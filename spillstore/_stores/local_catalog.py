@@ -194,7 +194,9 @@ class Catalog:
         """Refuse database files that are links, not ours, or not regular, and a catalog
         that is not an SQLite database (before SQLite opens it: it would delete a ``-wal``
         left beside it); create 0600."""
-        for name, why in self.bad_files().items():
+        bad = self.bad_files()
+        if bad:
+            name, why = next(iter(bad.items()))
             raise UnsafeStoreRoot(
                 DAMAGED,
                 f"refusing the catalog file {os.path.join(self._root.path, name)}: it is "

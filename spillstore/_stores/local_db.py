@@ -65,8 +65,9 @@ BUSY_TIMEOUT_SECONDS: Final = 60.0
 """How long a writer waits for another process's transaction (they last milliseconds)."""
 
 DAMAGED: Final = errno.EILSEQ
-"""The ``errno`` of a :class:`StoreError` for a catalog that is not a database, or is
-corrupt: only ``spillstore check --fix`` repairs it."""
+"""The ``errno`` of a :class:`StoreError` for a catalog that is not a database or is
+corrupt, or whose file is not a private regular file: only ``spillstore check --fix``
+repairs it."""
 
 LOW_SPACE_BYTES: Final = 256 * 1024
 """Below this much free space, a catalog whose ``-shm`` is not there yet is opened
@@ -135,7 +136,8 @@ def held_elsewhere(path: str) -> bool:
 
 
 def is_damaged(exc: BaseException) -> bool:
-    """Whether ``exc`` says the catalog file is not a database or is corrupt."""
+    """Whether ``exc`` says the catalog is not a database or is corrupt, or one of its
+    files is not a private regular file (what ``check --fix`` repairs)."""
     return isinstance(exc, StoreError) and exc.errno == DAMAGED
 
 
