@@ -10,6 +10,7 @@ files of spills chosen for removal before their rows (see ``_stores/local_db.py`
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import os
@@ -65,6 +66,8 @@ def test_a_full_disk_is_listed_read_and_cleaned(tmp_path: Path) -> None:
         assert store.read_bytes(ids[1], 0, 3) == b"1 1"
         assert [meta.spill_id for meta, _ in store.scan_data(store.list())] == ids
         assert store.check().ok
+        assert [m.spill_id for m in asyncio.run(store.alist())] == ids  # in a worker thread
+        assert asyncio.run(store.aread_bytes(ids[2], 0, 3)) == b"2 2"
         assert store.delete(ids[0])
         with pytest.raises(SpillExpired):
             store.read_bytes(ids[0], 0, 1)
