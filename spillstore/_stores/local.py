@@ -73,7 +73,7 @@ from spillstore._stores.local_gc import (
     in_use,
     is_orphan_name,
     on_full_disk,
-    open_lock_file,
+    open_cleaner_lock,
     remove_orphan,
     remove_session_dir,
 )
@@ -386,19 +386,17 @@ class LocalStore(Store):
     @contextlib.contextmanager
     def _cleaner_lock(self) -> Iterator[None]:
         with super()._cleaner_lock(), map_os_errors("cannot take the cleaner lock"):
-            root_fd = self._root.open()
+            fd = open_cleaner_lock(self._root)
             try:
-                fd = open_lock_file(root_fd, ".gc.lock")
-            finally:
-                os.close(root_fd)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                if fd >= 0:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
                 self._skipped, self._rows_left = set(), []
                 yield
                 finish_rows_left(self._rows_left)
             finally:
                 self._skipped = self._rows_left = None
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
 
     def _orphans(
         self, session: str | None, *, now: float, grace: float

@@ -56,6 +56,7 @@ __all__ = [
     "is_orphan_name",
     "lock_new",
     "on_full_disk",
+    "open_cleaner_lock",
     "open_lock_file",
     "remove_orphan",
     "remove_session_dir",
@@ -196,6 +197,20 @@ def open_lock_file(root_fd: int, name: str) -> int:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             os.unlink(name, dir_fd=root_fd)
     raise OSError(errno.EAGAIN, f"cannot make a private {name}")
+
+
+def open_cleaner_lock(root: LocalRoot) -> int:
+    """The root's ``.gc.lock``, open (to ``flock``); -1 on a read-only filesystem, where
+    nothing can change the store and no lock is needed."""
+    root_fd = root.open()
+    try:
+        return open_lock_file(root_fd, ".gc.lock")
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        return -1
+    finally:
+        os.close(root_fd)
 
 
 RowsLeft = list[tuple[str, Callable[[], bool]]]

@@ -208,8 +208,9 @@ def test_cli_cleans_a_full_disk(tmp_path: Path) -> None:
 
 
 def test_a_store_on_a_read_only_filesystem_is_listed_and_read(tmp_path: Path) -> None:
-    """Remounted read-only: list, stat, read and scan work (the catalog opens immutable);
-    a removal or a write fails with one EROFS StoreError and changes nothing."""
+    """Remounted read-only: list, stat, read, scan, check and a dry-run gc work (the
+    catalog opens immutable); a removal or a write fails with one EROFS StoreError and
+    changes nothing."""
     mount = tmp_path / "mnt"
     with tmpfs(mount, "1m"):
         root, ids = _full_store(mount, [60_000, 100])
@@ -228,3 +229,5 @@ def test_a_store_on_a_read_only_filesystem_is_listed_and_read(tmp_path: Path) ->
                 change()
             assert caught.value.errno == errno.EROFS, caught.value
         assert [m.spill_id for m in store.list()] == ids
+        assert store.check().ok  # no cleaner lock can be made there, nor is one needed
+        assert len(store.gc(max_files=0, grace=0, dry_run=True).entries) == 2
