@@ -23,6 +23,7 @@ from spillstore._cli.options import (
 )
 from spillstore._cli.output import emit_json, table, write
 from spillstore._stores.local import LocalStore
+from spillstore._stores.local_rebuild import repairing
 
 __all__ = ["app"]
 
@@ -39,7 +40,8 @@ def check(
 ) -> None:
     """List orphans, torn spills, bad entries and loose permissions; --fix repairs them."""
     with store_errors():
-        store = open_store(settings(ctx), ctx)
+        with repairing():  # a damaged catalog opens here, to be reported and repaired
+            store = open_store(settings(ctx), ctx)
         if not isinstance(store, LocalStore):
             fail(
                 f"check works on a local store (--dir PATH); this is a {type(store).__name__}",

@@ -16,7 +16,9 @@ Commit order (:mod:`~spillstore._stores.local_sink`): the data file is written, 
 and linked to its name, the directory fsynced, then the catalog row commits: that commit
 is the commit point, and a data file without a row is a crashed writer's leftover that
 ``gc`` removes after the grace period (never while its writer holds its lock). ``gc``
-deletes the row (leaving a tombstone, in the same transaction), then the file.
+deletes the row (leaving a tombstone, in the same transaction), then the file (on a full
+disk, where the row cannot go first, the file goes first: see
+:mod:`~spillstore._stores.local_gc`).
 
 Files are opened without following links, relative to checked session directories
 (:mod:`~spillstore._stores.local_files`), and must be regular files. A data file must be
@@ -49,14 +51,14 @@ from typing import ClassVar, Final
 import platformdirs
 
 from spillstore._core.gc_plan import GcEntry
-from spillstore._core.ids import is_session, is_spill_id
 from spillstore._core.index import DEFAULT_RETAINED_TAIL_BYTES
-from spillstore._errors import PathOutsideStore, SpillExpired, SpillstoreError, StoreError
+from spillstore._errors import SpillExpired, SpillstoreError, StoreError
 from spillstore._stores.backend import DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.errors import expired_error, map_os_errors, not_found_error
-from spillstore._stores.local_catalog import Catalog, Identity
+from spillstore._stores.local_catalog import Catalog
 from spillstore._stores.local_check import CheckReport, Problem, audit, torn_rows
+from spillstore._stores.local_db import is_damaged
 from spillstore._stores.local_files import (
     LocalReader,
     LocalRoot,
@@ -66,9 +68,12 @@ from spillstore._stores.local_files import (
     warn_skipped,
 )
 from spillstore._stores.local_gc import (
+    RowsLeft,
+    finish_rows_left,
     in_use,
     is_orphan_name,
-    open_lock_file,
+    on_full_disk,
+    open_cleaner_lock,
     remove_orphan,
     remove_session_dir,
 )
@@ -80,7 +85,8 @@ from spillstore._stores.local_marks import (
     set_format,
 )
 from spillstore._stores.local_migrate import migrate_files_layout, upgrade_json_catalog
-from spillstore._stores.local_scan import read_small
+from spillstore._stores.local_rebuild import check_catalog, may_open_damaged
+from spillstore._stores.local_scan import check_data, read_small
 from spillstore._stores.local_sink import LocalSink
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.writer import Sink
@@ -171,7 +177,14 @@ class LocalStore(Store):
         self._readers_pid = os.getpid()
         self._readers_lock = threading.Lock()
         self._skipped: set[str] | None = None  # sessions gc or clean already reported
-        if found == STORE_FORMAT or self._catalog.has_table("spills"):
+        self._rows_left: RowsLeft | None = None  # see local_gc.on_full_disk
+        try:
+            upgrade = found == STORE_FORMAT or self._catalog.has_table("spills")
+        except StoreError as exc:  # check opens it (local_rebuild.repairing) to repair it
+            if not is_damaged(exc) or not may_open_damaged():
+                raise
+            upgrade = False
+        if upgrade:
             self._migrate()
 
     def _migrate(self) -> None:
@@ -240,7 +253,7 @@ class LocalStore(Store):
                     raise self._expired(meta.spill_id)
                 fd = opened
                 try:
-                    _check_data(os.fstat(fd), meta, entry[1])
+                    check_data(os.fstat(fd), meta, entry[1])
                     self._keep_reader(meta.spill_id, fd)
                 except BaseException:
                     os.close(fd)
@@ -261,7 +274,7 @@ class LocalStore(Store):
                     identity = identities.get(meta.spill_id)
                     data = None
                     if dir_fd >= 0 and identity is not None:
-                        data = read_small(dir_fd, meta, identity, _check_data)
+                        data = read_small(dir_fd, meta, identity)
                     if data is not None:
                         yield meta, data
                     else:  # a big file (mapped), or a failure worded as a read words it
@@ -316,8 +329,23 @@ class LocalStore(Store):
 
     def _remove_names(self, session: str, spill_id: str, *, reason: str, now: float) -> bool:
         """Delete a spill's row (leaving its tombstone), then unlink its data file's name;
-        return whether the row was there."""
-        removed = self._catalog.remove(spill_id, session, reason=reason, now=now)
+        return whether the row was there. On a full disk the name goes first, to make
+        room for the row's removal (:func:`~spillstore._stores.local_gc.on_full_disk`)."""
+        try:
+            removed = self._catalog.remove(spill_id, session, reason=reason, now=now)
+        except StoreError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            self._unlink_data(session, spill_id)
+            removed = on_full_disk(
+                lambda: self._catalog.remove(spill_id, session, reason=reason, now=now),
+                spill_id,
+                self._rows_left,
+            )
+        self._unlink_data(session, spill_id)
+        return removed
+
+    def _unlink_data(self, session: str, spill_id: str) -> None:
         self._forget_reader(spill_id)
         with (
             map_os_errors(f"cannot remove spill {spill_id}"),
@@ -325,7 +353,6 @@ class LocalStore(Store):
         ):
             if dir_fd >= 0:
                 unlink_quiet(f"{spill_id}.out", dir_fd)
-        return removed
 
     def check(self, *, fix: bool = False) -> CheckReport:
         """List orphans, torn spills, bad entries and loose permissions; repair with ``fix``.
@@ -335,9 +362,15 @@ class LocalStore(Store):
         """
         with self._cleaner_lock():
             now = self._clock()
+            damaged = check_catalog(self._root, self._catalog, fix=fix, now=now)
+            if any(not p.fixed for p in damaged):  # nothing else can be judged without it
+                return CheckReport(problems=tuple(damaged), fix=fix)
 
-            def remove(session: str, spill_id: str) -> None:
+            def remove(session: str, spill_id: str) -> bool:
+                left = self._rows_left
+                before = len(left) if left is not None else 0
                 self._remove_names(session, spill_id, reason="check", now=now)
+                return left is None or len(left) == before
 
             with map_os_errors("cannot check the store"):
                 report = audit(
@@ -352,7 +385,7 @@ class LocalStore(Store):
                     for session, spill_id in self._catalog.stale_listings(fix=fix)
                 ]
                 torn = torn_rows(self._root, self._catalog.list(None), fix=fix, remove_spill=remove)
-            return CheckReport(problems=(*report.problems, *torn, *stale), fix=fix)
+            return CheckReport(problems=(*damaged, *report.problems, *torn, *stale), fix=fix)
 
     acheck = method_twin(check)
 
@@ -361,18 +394,17 @@ class LocalStore(Store):
     @contextlib.contextmanager
     def _cleaner_lock(self) -> Iterator[None]:
         with super()._cleaner_lock(), map_os_errors("cannot take the cleaner lock"):
-            root_fd = self._root.open()
+            fd = open_cleaner_lock(self._root)
             try:
-                fd = open_lock_file(root_fd, ".gc.lock")
-            finally:
-                os.close(root_fd)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                self._skipped = set()
+                if fd >= 0:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                self._skipped, self._rows_left = set(), []
                 yield
+                finish_rows_left(self._rows_left)
             finally:
-                self._skipped = None
-                os.close(fd)
+                self._skipped = self._rows_left = None
+                if fd >= 0:
+                    os.close(fd)
 
     def _orphans(
         self, session: str | None, *, now: float, grace: float
@@ -422,7 +454,11 @@ class LocalStore(Store):
         return self._catalog.shared()
 
     def _after_gc(self, *, now: float) -> None:
-        self._catalog.prune_tombstones(now - self._tombstone_ttl)
+        try:
+            self._catalog.prune_tombstones(now - self._tombstone_ttl)
+        except StoreError as exc:  # a full disk: they are pruned by a later gc
+            if exc.errno != errno.ENOSPC:
+                raise
         with map_os_errors("cannot remove old session directories"):
             for name, dir_fd, _ in self._root.scan(None, skipped=self._skip):
                 root_fd = self._root.open()
@@ -435,27 +471,9 @@ class LocalStore(Store):
                     os.close(root_fd)
 
     def _spill_id_of_path(self, path: str) -> str:
-        real = os.path.realpath(path)
-        relative = os.path.relpath(real, self._root.real_path)
-        parts = relative.split(os.sep)
-        outside = PathOutsideStore(
-            f"{path} is not a spill file of the store at {self._root.real_path}", path=path
-        )
-        if len(parts) != 2 or relative.startswith(os.pardir) or os.path.isabs(relative):
-            raise outside
-        session, name = parts
-        if not is_session(session) or not name.endswith(".out") or not is_spill_id(name[:-4]):
-            raise outside
-        spill_id = name[:-4]
-        try:
-            st = os.lstat(real)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise PathOutsideStore(f"{path} is not a regular file", path=path)
-        meta = self._stat(spill_id)
-        if meta.session != session:
-            raise outside
+        session, spill_id = self._root.spill_of_path(path)
+        if self._stat(spill_id).session != session:
+            raise self._root.outside(path)
         return spill_id
 
     def _adopt_in_place(
@@ -477,28 +495,3 @@ class LocalStore(Store):
             sink.discard()
             return None
         return sink, sink.fd
-
-
-def _check_data(st: os.stat_result, meta: SpillMeta, identity: Identity) -> None:
-    """Refuse a data file that is not the one the row recorded."""
-    where = f"the data file of spill {meta.spill_id}"
-    if not stat.S_ISREG(st.st_mode):
-        raise StoreError(errno.EINVAL, f"{where} is not a regular file")
-    if (st.st_dev, st.st_ino) != identity:
-        raise StoreError(
-            errno.EPERM,
-            f"{where} is not the file the store wrote (it was replaced, perhaps by a link "
-            "to a file that is not spillstore's); refusing it",
-        )
-    if meta.adopted_inode is not None and (
-        (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != meta.adopted_inode
-    ):
-        raise StoreError(
-            errno.ESTALE,
-            f"{where} was adopted from a tool's file that has changed since; "
-            "refusing to serve different content",
-        )
-    if st.st_size != meta.stored_bytes:
-        raise StoreError(
-            errno.EIO, f"{where} holds {st.st_size} bytes, its record says {meta.stored_bytes}"
-        )

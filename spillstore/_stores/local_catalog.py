@@ -20,8 +20,11 @@ process (a forked child opens its own). Rows a thread read stay valid while SQLi
 ``data_version`` of its connection does not change (no other connection committed) and
 the thread removed nothing itself: a repeated ``stat`` costs one pragma, not a query.
 Before SQLite opens them, the database files must be this user's regular files with one
-link (SQLite follows links; we refuse them first). Every SQLite failure becomes a
-:class:`~spillstore.StoreError` (``ENOSPC`` for a full disk, ``EIO`` otherwise).
+link (SQLite follows links; we refuse them first), and the database must start as one.
+A full disk or a read-only filesystem gets a connection of its own for each operation,
+and every SQLite failure becomes a :class:`~spillstore.StoreError`
+(:mod:`~spillstore._stores.local_db`); a damaged catalog is repaired by ``check --fix``
+(:mod:`~spillstore._stores.local_rebuild`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,17 @@ from typing import Any, Final
 
 from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
-from spillstore._stores.errors import map_os_errors
+from spillstore._stores.local_db import (
+    DAMAGED,
+    check_header,
+    choose_mode,
+    held_elsewhere,
+    is_damaged,
+    on_scope_end,
+    open_catalog,
+    store_errno,
+)
+from spillstore._stores.local_db import db_errors as _db_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
 from spillstore._stores.local_rows import (
@@ -68,17 +81,6 @@ one JSON row per spill, was version 0; it is upgraded in place; version 3 had no
 written is read without it)."""
 
 logger = logging.getLogger("spillstore")
-
-BUSY_TIMEOUT_SECONDS: Final = 60.0
-"""How long a writer waits for another process's transaction (they last milliseconds)."""
-
-MMAP_BYTES: Final = 1 << 30
-"""How much of the catalog file SQLite reads through a memory map instead of copying
-pages into its cache: a list of 10,000 rows then takes ~90 page faults instead of
-400-1,400 (a fault costs ~4.5 us on this project's machine; RESULTS.md, issue 14,
-session 8). Pages are only read through the map: writes go through ``write``, and the
-``-shm`` file is always mapped in WAL mode anyway, so a file truncated under a reader
-by something other than SQLite was already a risk of the same kind."""
 
 ROW_CACHE_SIZE: Final = 4096
 """Rows a thread keeps while its connection's ``data_version`` stays the same."""
@@ -126,17 +128,6 @@ _INSERT: Final = (
     f"INSERT OR IGNORE INTO spill ({_COLUMNS}) "  # noqa: S608
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-class _db_errors(map_os_errors):  # lower case: a context manager used like a function
-    """Translate ``sqlite3.Error`` into :class:`StoreError` (ENOSPC when the disk is full)."""
-
-    __slots__ = ()
-    _KIND = sqlite3.Error
-
-    def _error(self, exc: Exception) -> StoreError:
-        full = "full" in str(exc).lower()
-        return StoreError(errno.ENOSPC if full else errno.EIO, f"{self._action}: {exc}")
 
 
 def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
@@ -221,11 +212,12 @@ class Catalog:
         self._root = root
         self._path = os.path.join(root.path, CATALOG_NAME)
         self._base = root.real_path + os.sep
-        self._local = threading.local()
-        self._check_files(create=True)
+        self._local = threading.local()  # the files are checked when a connection opens
 
-    def _check_files(self, *, create: bool) -> None:
-        """Refuse database files that are links, not ours, or not regular; create 0600."""
+    def bad_files(self) -> dict[str, str]:
+        """``{name: why}`` of the catalog's files that are not this user's regular files
+        with one link (SQLite follows links: they are refused before it opens them)."""
+        bad = {}
         root_fd = self._root.open()
         try:
             for name in sorted(CATALOG_FILES):
@@ -233,33 +225,69 @@ class Catalog:
                     st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue
-                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
-                    raise UnsafeStoreRoot(
-                        errno.EPERM,
-                        f"refusing the catalog file {os.path.join(self._root.path, name)}: "
-                        "it is a link, not a regular file, or not this user's "
-                        "(spillstore check --fix removes it)",
-                    )
-            if create:
+                if stat.S_ISLNK(st.st_mode):
+                    bad[name] = "a symlink"
+                elif not stat.S_ISREG(st.st_mode):
+                    bad[name] = "not a regular file"
+                elif st.st_uid != os.geteuid():
+                    bad[name] = f"owned by uid {st.st_uid}"
+                elif st.st_nlink != 1:
+                    bad[name] = f"has {st.st_nlink} hard links"
+        finally:
+            os.close(root_fd)
+        return bad
+
+    def _check_files(self) -> None:
+        """Refuse database files that are links, not ours, or not regular, and a catalog
+        that is not an SQLite database (before SQLite opens it: it would delete a ``-wal``
+        left beside it); create 0600."""
+        bad = self.bad_files()
+        if bad:
+            name, why = next(iter(bad.items()))
+            raise UnsafeStoreRoot(
+                DAMAGED,
+                f"refusing the catalog file {os.path.join(self._root.path, name)}: it is "
+                f"{why}; 'spillstore check --fix' moves it aside",
+            )
+        root_fd = self._root.open()
+        try:
+            try:
+                size = os.stat(CATALOG_NAME, dir_fd=root_fd, follow_symlinks=False).st_size
+            except FileNotFoundError:
                 with contextlib.suppress(FileExistsError):
                     os.close(os.open(CATALOG_NAME, CREATE_FLAGS, 0o600, dir_fd=root_fd))
+            else:
+                if size:
+                    check_header(CATALOG_NAME, root_fd)
         finally:
             os.close(root_fd)
 
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection; on a full disk or a read-only filesystem, this
+        operation's own (:mod:`~spillstore._stores.local_db`), closed when it ends."""
         local = self._local
         conn: sqlite3.Connection | None = getattr(local, "conn", None)
         if conn is not None and local.pid == os.getpid():
             return conn
-        self._check_files(create=True)
+        fallback: sqlite3.Connection | None = getattr(local, "fallback", None)
+        if fallback is not None:
+            return fallback
+        self._check_files()
         with _db_errors("cannot open the catalog"):
-            conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-            _make_schema(conn)
-        local.conn = conn
-        local.pid = os.getpid()
+            mode = choose_mode(self._path)
+            try:
+                conn = open_catalog(self._path, _make_schema, mode)
+            except sqlite3.Error as exc:
+                if mode != "shared" or store_errno(exc) != errno.ENOSPC:
+                    raise
+                mode = "exclusive"
+                conn = open_catalog(self._path, _make_schema, mode)
+            if mode != "shared":
+                local.fallback = conn
+                on_scope_end(self._close_fallback)
+            else:
+                local.conn = conn
+                local.pid = os.getpid()
         local.version = -1
         local.rows = {}
         listed = _has_listing(conn)
@@ -267,16 +295,23 @@ class Catalog:
         local.unlisted_sql = UNLISTED_SQL if listed else _ALL_WHOLE_SQL
         return conn
 
+    def _close_fallback(self) -> None:
+        conn = self._local.fallback
+        self._local.fallback = None
+        self._local.rows = {}
+        conn.close()
+
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``), committed on success."""
-        conn = self._conn()
         with _db_errors(what):
+            conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite rolls back itself after SQLITE_FULL
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
@@ -286,6 +321,23 @@ class Catalog:
         if conn is not None and self._local.pid == os.getpid():
             conn.close()
         self._local.conn = None
+
+    def damage(self) -> str | None:
+        """Why the catalog is unusable (not a database, or corrupt: SQLite's
+        ``quick_check``), or None when it is sound."""
+        try:
+            with _db_errors("cannot open the catalog"):
+                found = [row[0] for row in self._conn().execute("PRAGMA quick_check")]
+        except StoreError as exc:
+            if not is_damaged(exc):
+                raise
+            return str(exc.__cause__ or exc)
+        bad = [line for line in found if line != "ok"]
+        return "; ".join(bad[:3]) if bad else None
+
+    def held_elsewhere(self) -> bool:
+        """Whether another process has the database open (close this thread's first)."""
+        return held_elsewhere(self._path)
 
     def has_table(self, name: str) -> bool:
         """Whether the database holds the table ``name`` (the upgrade looks for old ones)."""

@@ -17,7 +17,11 @@ What it finds (each a :class:`Problem`):
   write. Fix: chmod 0700/0600 (only this user's).
 - ``unmarked``: a session directory holding spills but no ``.session`` marker (a 0.1
   store). Fix: marked.
-- ``foreign``: a name the store never makes. Reported, never touched.
+- ``bad_catalog``: a catalog that is not a database, or that SQLite finds corrupt (every
+  other command fails naming ``check --fix``). Fix: moved aside and rebuilt from the data
+  files (:mod:`~spillstore._stores.local_rebuild`).
+- ``foreign``: a name the store never makes, or a damaged catalog moved aside. Reported,
+  never touched.
 """
 
 from __future__ import annotations
@@ -39,12 +43,14 @@ from spillstore._stores.local_files import (
     unlink_quiet,
 )
 from spillstore._stores.local_gc import in_use, is_orphan_name, remove_orphan
-from spillstore._stores.local_marks import CATALOG_FILES, MARKER, is_store_name
+from spillstore._stores.local_marks import ASIDE_MARK, CATALOG_FILES, MARKER, is_store_name
 from spillstore._stores.meta import SpillMeta
 
 __all__ = ["CheckReport", "Problem", "ProblemKind", "Remover", "audit", "torn_rows"]
 
-ProblemKind = Literal["orphan", "torn", "bad_entry", "permissions", "unmarked", "foreign"]
+ProblemKind = Literal[
+    "orphan", "torn", "bad_entry", "permissions", "unmarked", "bad_catalog", "foreign"
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,8 +79,10 @@ class CheckReport:
 ROOT_FILES = frozenset({MARKER, ".gc.lock", *CATALOG_FILES})
 """The files of the root the store makes."""
 
-Remover = Callable[[str, str], None]
-"""Removes a damaged spill by ``(session, spill_id)``, leaving a tombstone."""
+Remover = Callable[[str, str], bool]
+"""Removes a damaged spill by ``(session, spill_id)``, leaving a tombstone; returns
+whether its row is gone (on a full disk it may stay, see :mod:`~spillstore._stores.
+local_gc`)."""
 
 
 def audit(
@@ -99,6 +107,9 @@ def audit(
         for entry in entries:
             if entry.name in ROOT_FILES or TEMP_RE.fullmatch(entry.name):
                 problems += _check_file(root_fd, entry.name, entry.name, fix=fix)
+            elif entry.name.startswith(ASIDE_MARK):
+                why = "a damaged catalog that check --fix moved aside: remove it when not needed"
+                problems.append(Problem("foreign", entry.name, why))
             elif not is_session(entry.name):
                 problems.append(Problem("foreign", entry.name, "not a name spillstore makes"))
             elif entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
@@ -256,16 +267,17 @@ def _leftover(
     if stem in recorded or not name.endswith(".json"):
         fixed = fix and unlink_quiet(name, dir_fd)
         return Problem("orphan", f"{session}/{name}", "left by the migration to the catalog", fixed)
+    fixed = False
     if fix:  # a sidecar the migration refused: its spill goes, leaving a tombstone
         unlink_quiet(name, dir_fd)
         unlink_quiet(f"{stem}.idx", dir_fd)
-        remove_spill(session, stem)
+        fixed = remove_spill(session, stem)
     return Problem(
         "bad_entry",
         f"{session}/{name}",
         "a sidecar of the files layout that could not be migrated (a link, corrupt, or "
         "its data file is missing, torn or shared)",
-        fix,
+        fixed,
     )
 
 
@@ -293,9 +305,8 @@ def torn_rows(
             why = f"its data file is {_why_bad(st)}"
         else:
             why = f"its data file holds {st.st_size} bytes, its row says {meta.stored_bytes}"
-        if fix:
-            remove_spill(meta.session, meta.spill_id)
-        problems.append(Problem("torn", where, why, fix))
+        fixed = fix and remove_spill(meta.session, meta.spill_id)
+        problems.append(Problem("torn", where, why, fixed))
     return problems
 
 

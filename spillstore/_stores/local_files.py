@@ -21,8 +21,8 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from spillstore._core.ids import is_session, validate_session
-from spillstore._errors import StoreError, UnsafeStoreRoot
+from spillstore._core.ids import is_session, is_spill_id, validate_session
+from spillstore._errors import PathOutsideStore, StoreError, UnsafeStoreRoot
 from spillstore._stores.backend import MappedReader
 from spillstore._stores.errors import map_os_errors
 from spillstore._stores.meta import SpillMeta
@@ -36,6 +36,7 @@ __all__ = [
     "LocalReader",
     "LocalRoot",
     "check_dir",
+    "exists_at",
     "make_dirs",
     "read_all",
     "temp_name",
@@ -126,6 +127,15 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def exists_at(name: str, dir_fd: int) -> bool:
+    """Whether ``name`` exists in the directory ``dir_fd`` (a link is not followed)."""
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def unlink_quiet(name: str, dir_fd: int) -> bool:
@@ -301,6 +311,31 @@ class LocalRoot:
                 yield name, fd, listed
             finally:
                 os.close(fd)
+
+    def outside(self, path: str) -> PathOutsideStore:
+        """The error for ``path``, which names no spill file of this store."""
+        return PathOutsideStore(
+            f"{path} is not a spill file of the store at {self.real_path}", path=path
+        )
+
+    def spill_of_path(self, path: str) -> tuple[str, str]:
+        """``(session, spill_id)`` named by the path of a data file in this store (it may
+        be gone); :class:`PathOutsideStore` for any other path or a non-regular file."""
+        real = os.path.realpath(path)
+        relative = os.path.relpath(real, self.real_path)
+        parts = relative.split(os.sep)
+        if len(parts) != 2 or relative.startswith(os.pardir) or os.path.isabs(relative):
+            raise self.outside(path)
+        session, name = parts
+        if not is_session(session) or not name.endswith(".out") or not is_spill_id(name[:-4]):
+            raise self.outside(path)
+        try:
+            st = os.lstat(real)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise PathOutsideStore(f"{path} is not a regular file", path=path)
+        return session, name[:-4]
 
     def data_path(self, meta: SpillMeta) -> str:
         """The absolute path of a spill's data file (symlinks in the root resolved)."""

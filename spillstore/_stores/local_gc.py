@@ -11,6 +11,20 @@ by name, that the file is still the one it locked and that no sidecar appeared; 
 does it unlink, still holding the lock. A data or index file is judged by the lock of the
 spill's data file, so the index of a spill being published is never taken for an orphan.
 Session directories go only when they hold nothing but the store's ``.session`` marker.
+
+On a full disk the catalog cannot be written (a write appends to SQLite's ``-wal``), so a
+spill's row could not be removed before its data file: the store then unlinks the data
+file first, which frees room, and removes the row after (:func:`on_full_disk`). This
+order is safe only for a spill already chosen for removal (by ``rm``, ``clean``, ``gc``
+or ``check --fix``): until its row goes, a read finds the row and no file and says the
+spill expired, which is what it is about to be; a writer holding the same bytes that
+links to it finds no file and writes its own copy; a spill sharing the file (a hard
+link of identical bytes) keeps its own name; and a crash in between leaves a torn row
+that ``check --fix`` drops, never a file without a row. For any other spill it would
+lose bytes the model was told are saved, so nothing else is ever removed file first.
+A dead writer's data files are still judged by the catalog (read through the exclusive
+fallback connection, :mod:`~spillstore._stores.local_db`): a file is never taken for an
+orphan because the catalog could not be read.
 """
 
 from __future__ import annotations
@@ -25,18 +39,24 @@ from collections.abc import Callable
 from typing import Final
 
 from spillstore._core.ids import is_spill_id
+from spillstore._errors import StoreError
 from spillstore._stores.local_files import (
     READ_FLAGS,
     SESSION_MARKER,
     TEMP_RE,
     LocalRoot,
+    exists_at,
     unlink_quiet,
 )
 
 __all__ = [
+    "RowsLeft",
+    "finish_rows_left",
     "in_use",
     "is_orphan_name",
     "lock_new",
+    "on_full_disk",
+    "open_cleaner_lock",
     "open_lock_file",
     "remove_orphan",
     "remove_session_dir",
@@ -69,19 +89,11 @@ def is_orphan_name(name: str, names: set[str]) -> bool:
     return bool(dot) and ext in _SPILL_EXTS and is_spill_id(stem) and f"{stem}.json" not in names
 
 
-def _exists(name: str, dir_fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def _guard(name: str, dir_fd: int) -> tuple[str, bool]:
     """The file whose lock protects ``name``, and whether ``name`` is a final name."""
     final = not TEMP_RE.fullmatch(name)
     stem = name.rpartition(".")[0]
-    return (f"{stem}.out" if final and _exists(f"{stem}.out", dir_fd) else name), final
+    return (f"{stem}.out" if final and exists_at(f"{stem}.out", dir_fd) else name), final
 
 
 def in_use(name: str, dir_fd: int) -> bool:
@@ -185,3 +197,65 @@ def open_lock_file(root_fd: int, name: str) -> int:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             os.unlink(name, dir_fd=root_fd)
     raise OSError(errno.EAGAIN, f"cannot make a private {name}")
+
+
+def open_cleaner_lock(root: LocalRoot) -> int:
+    """The root's ``.gc.lock``, open (to ``flock``); -1 on a read-only filesystem, where
+    nothing can change the store and no lock is needed."""
+    root_fd = root.open()
+    try:
+        return open_lock_file(root_fd, ".gc.lock")
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        return -1
+    finally:
+        os.close(root_fd)
+
+
+RowsLeft = list[tuple[str, Callable[[], bool]]]
+"""Spills whose data files a cleaner removed on a full disk but whose rows it could not
+yet: ``(spill_id, remove_row)``."""
+
+
+def on_full_disk(remove_row: Callable[[], bool], spill_id: str, left: RowsLeft | None) -> bool:
+    """Remove a spill's row again, once its data file is gone (see the module docstring);
+    return whether the row was there. If the disk is still too full, the row stays: it is
+    added to ``left`` (tried again when the cleaner finishes: :func:`finish_rows_left`),
+    or warned about at once."""
+    try:
+        return remove_row()
+    except StoreError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+    if left is None:
+        _warn_rows_left([spill_id])
+    else:
+        left.append((spill_id, remove_row))
+    return True
+
+
+def finish_rows_left(left: RowsLeft) -> None:
+    """Remove the rows a cleaner left, now that it freed what it could; warn about those
+    the disk still has no room for."""
+    still = []
+    for spill_id, remove_row in left:
+        try:
+            remove_row()
+        except StoreError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            still.append(spill_id)
+    _warn_rows_left(still)
+
+
+def _warn_rows_left(spill_ids: list[str]) -> None:
+    if spill_ids:
+        logger.warning(
+            "the disk is full: %d spill(s) (%s%s) had their data files removed, but not yet "
+            "their catalog rows: they are still listed, and reading them says expired; "
+            "'spillstore check --fix' or the next gc removes the rows once there is room",
+            len(spill_ids),
+            ", ".join(spill_ids[:3]),
+            ", ..." if len(spill_ids) > 3 else "",
+        )

@@ -40,6 +40,7 @@ from spillstore._stores.local_files import (
 )
 
 __all__ = [
+    "ASIDE_MARK",
     "CATALOG_FILES",
     "CATALOG_FORMAT",
     "MARKER",
@@ -63,6 +64,10 @@ CATALOG_FORMAT: Final = 2
 """The on-disk format of :class:`~spillstore.LocalStore`: one data file per spill,
 metadata, line indexes and tombstones in ``catalog.sqlite3`` (see
 :mod:`~spillstore._stores.local_catalog`)."""
+
+ASIDE_MARK: Final = "catalog.sqlite3~damaged-"
+"""How the name of a damaged catalog that ``check --fix`` moved aside starts (``~`` is in
+no session name); ``check`` reports it, nothing removes it."""
 
 CATALOG_FILES: Final = frozenset({"catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"})
 """The catalog's database and SQLite's companions (root-level names the store makes)."""

@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+from spillstore._stores.local import LocalStore
 from tests.cli.test_cli import cli, one_error_line, run_python, spills
 from tests.stores.files_layout import write_files_layout
 
@@ -61,3 +62,22 @@ def test_a_non_empty_foreign_root_is_refused_unless_forced(tmp_path: Path) -> No
     forced = cli(root, "--force-root", "gc", "--grace", "0", "--max-age", "1s")
     assert forced.returncode == 0, forced.stderr
     assert (root / "Templates").is_dir() and (root / ".spillstore").is_file()
+
+
+def test_cli_names_check_fix_and_check_fix_repairs(tmp_path: Path) -> None:
+    """With a garbage catalog: ls and rm fail in one line naming check --fix; check exits
+    1 saying so; check --fix exits 0; the spill is listed again."""
+    store = tmp_path / "store"
+    spill_id = (
+        LocalStore(store)
+        .put(b"x\n" * 9, session="default", tool_name="t", tool_call_id="1")
+        .spill_id
+    )
+    (store / "catalog.sqlite3").write_bytes(b"garbage")
+    for args in (["ls"], ["rm", spill_id]):
+        failed = cli(store, *args)
+        assert "'spillstore check --fix'" in one_error_line(failed), args
+    found = cli(store, "check")
+    assert found.returncode == 1 and b"bad_catalog" in found.stdout
+    assert cli(store, "check", "--fix").returncode == 0
+    assert [m.spill_id for m in LocalStore(store).list()] == [spill_id]

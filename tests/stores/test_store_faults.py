@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
 import signal
-import subprocess
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ import spillstore._stores.local_sink as local_sink_module
 from spillstore._errors import SpillNotFound, StoreError
 from spillstore._stores.local import LocalStore
 from spillstore._stores.local_marks import CATALOG_FILES
+from tests.stores.small_fs import tmpfs
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
 SMALL = b"".join(b"small line %d\n" % n for n in range(200))
@@ -121,29 +120,10 @@ def test_failing_syscall_leaves_nothing(
         assert store.read_bytes(meta.spill_id, 0, meta.total_bytes) == data
 
 
-@contextlib.contextmanager
-def _tmpfs(path: Path, size: str) -> Iterator[None]:
-    path.mkdir()
-    try:
-        mounted = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
-        pytest.skip("mount is not available")
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode(errors='replace').strip()}")
-    try:
-        yield
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
 def test_real_full_disk(tmp_path: Path) -> None:
     """On a real 1 MiB tmpfs, a 2 MiB spill fails cleanly and the store works after."""
     mount = tmp_path / "mnt"
-    with _tmpfs(mount, "1m"):
+    with tmpfs(mount, "1m"):
         store = LocalStore(mount / "root")
         big = b"x" * (2 << 20)
         with pytest.raises(StoreError) as caught:

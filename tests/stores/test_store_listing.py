@@ -18,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from spillstore._core.collector import gc_paused
-from spillstore._stores import local_catalog
+from spillstore._stores import local_db
 from spillstore._stores.local import LocalStore
 from spillstore._stores.local_catalog import SCHEMA_VERSION
 from spillstore._stores.local_rows import LIST_COLUMNS, LISTING, metas_of
@@ -260,7 +260,7 @@ def test_a_version_3_catalog_that_cannot_be_written_is_read_as_it_is(
     store = LocalStore(tmp_path / "store")
     metas = _varied(store)
     _as_version_3(Path(store.root))
-    monkeypatch.setattr(local_catalog, "BUSY_TIMEOUT_SECONDS", 0)
+    monkeypatch.setattr(local_db, "BUSY_TIMEOUT_SECONDS", 0)
     with closing(sqlite3.connect(Path(store.root) / "catalog.sqlite3")) as db:
         db.execute("BEGIN IMMEDIATE")
         fresh = LocalStore(store.root)

@@ -1,0 +1,249 @@
+"""Connections to a store's catalog database, also when the disk is full or the file is
+damaged (see :mod:`~spillstore._stores.local_catalog` for what the catalog holds).
+
+A normal connection runs ``journal_mode=WAL`` with SQLite's ``-shm`` wal-index shared
+between processes. SQLite deletes ``-wal`` and ``-shm`` when the last connection closes,
+and the next connection must create them again: on a full disk it cannot give the
+``-shm`` its 32 KiB (``SQLITE_IOERR_SHMSIZE``), so no command could even list the
+store, let alone free space. Then :func:`open_catalog` (``exclusive``) opens the database
+with ``locking_mode=EXCLUSIVE`` set before its first read: SQLite then keeps the
+wal-index in this process's heap and never touches ``-shm``, and the connection holds an
+exclusive lock, so no other process reads or writes meanwhile (they wait, for up to the
+busy timeout). Reads need no new disk blocks; a write still appends to the ``-wal`` and
+fails with ``ENOSPC`` until space is freed (the store then deletes the data files of
+spills it was asked to remove first: :mod:`~spillstore._stores.local_gc`). Such a
+connection serves one catalog operation only (:class:`db_errors` closes it when the
+outermost operation ends), so a long-lived process never holds the lock between calls.
+Below :data:`LOW_SPACE_BYTES` free, with no ``-shm`` in use, the exclusive connection is
+taken at once (:func:`choose_mode`); a shared open that fails for room is followed by
+one too. On a read-only filesystem neither can open (no ``-wal`` can be made, no lock
+taken): the catalog is opened ``immutable``, which is safe there, as nothing can change
+the file, unless a ``-wal`` holds changes the file has not got (then it is refused).
+
+Measured on a full 256 KiB tmpfs with SQLite 3.40: the normal open fails with
+``SQLITE_IOERR_SHMSIZE``, ``file:...?mode=ro`` fails the same way, the exclusive
+connection reads, and its ``DELETE`` fails with ``SQLITE_FULL`` and is rolled back (the
+database is unchanged). ``journal_mode=MEMORY`` would write in place without a journal,
+but a crash in the middle could corrupt the catalog, so it is not used.
+
+Every SQLite failure becomes a :class:`~spillstore.StoreError`: ``ENOSPC`` for a full
+disk, ``EROFS`` for a write on a read-only filesystem, ``EILSEQ`` for a file that is not
+a database or is corrupt (:data:`DAMAGED`, whose message names ``spillstore check
+--fix``), ``EIO`` otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sqlite3
+import threading
+import urllib.parse
+from collections.abc import Callable
+from typing import Any, Final, Literal
+
+from spillstore._errors import StoreError
+from spillstore._stores.errors import map_os_errors
+
+__all__ = [
+    "BUSY_TIMEOUT_SECONDS",
+    "DAMAGED",
+    "MMAP_BYTES",
+    "Mode",
+    "check_header",
+    "choose_mode",
+    "db_errors",
+    "held_elsewhere",
+    "is_damaged",
+    "on_scope_end",
+    "open_catalog",
+    "store_errno",
+]
+
+BUSY_TIMEOUT_SECONDS: Final = 60.0
+"""How long a writer waits for another process's transaction (they last milliseconds)."""
+
+MMAP_BYTES: Final = 1 << 30
+"""How much of the catalog file SQLite reads through a memory map instead of copying
+pages into its cache: a list of 10,000 rows then takes ~90 page faults instead of
+400-1,400 (a fault costs ~4.5 us on this project's machine; RESULTS.md, issue 14,
+session 8). Pages are only read through the map: writes go through ``write``, and the
+``-shm`` file is always mapped in WAL mode anyway, so a file truncated under a reader
+by something other than SQLite was already a risk of the same kind."""
+
+DAMAGED: Final = errno.EILSEQ
+"""The ``errno`` of a :class:`StoreError` for a catalog that is not a database or is
+corrupt, or whose file is not a private regular file: only ``spillstore check --fix``
+repairs it."""
+
+LOW_SPACE_BYTES: Final = 256 * 1024
+"""Below this much free space, a catalog whose ``-shm`` is not there yet is opened
+exclusively at once: a shared open that fails halfway leaves the pages it could give the
+``-shm`` allocated, taking the room the exclusive connection's write needs."""
+
+SHM_BYTES: Final = 32 * 1024
+"""The size of SQLite's first wal-index block: a ``-shm`` this big is in use (or was),
+and a shared open needs no new blocks for it."""
+
+_MAGIC: Final = b"SQLite format 3\x00"
+_FIX_HINT: Final = "; 'spillstore check --fix' moves the damaged catalog aside and rebuilds it"
+
+_FULL: Final = frozenset({"SQLITE_FULL", "SQLITE_IOERR_SHMSIZE"})
+"""SQLite's words for a full disk: a write that found no room, and a ``-shm`` that could
+not be given its blocks."""
+
+
+def store_errno(exc: sqlite3.Error) -> int:
+    """The ``errno`` a SQLite failure becomes (see the module docstring)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name in _FULL or "full" in str(exc).lower():
+        return errno.ENOSPC
+    if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
+        return DAMAGED
+    if name.startswith("SQLITE_READONLY"):
+        return errno.EROFS
+    return errno.EIO
+
+
+def check_header(name: str, dir_fd: int) -> None:
+    """Raise the :data:`DAMAGED` error if the non-empty file ``name`` does not begin as an
+    SQLite database does. Checked before SQLite opens it: SQLite's failed connection
+    would delete the ``-wal`` beside it, which ``check --fix`` moves aside instead."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        header = os.pread(fd, len(_MAGIC), 0)
+    finally:
+        os.close(fd)
+    if header != _MAGIC:
+        cause = sqlite3.DatabaseError("file is not a database")  # as SQLite would say
+        raise StoreError(DAMAGED, f"cannot open the catalog: {cause}{_FIX_HINT}") from cause
+
+
+SHARED_LOCKS: Final = (0x40000002, 510)
+"""``(start, length)`` of the bytes of the database file that SQLite's unix VFS read-locks
+for a reader; a connection in WAL mode holds one of them as long as it is open."""
+
+
+def held_elsewhere(path: str) -> bool:
+    """Whether another process has the database at ``path`` open through SQLite (it holds
+    a read lock). This process must have no connection to it: closing the descriptor
+    opened here drops every POSIX lock the process holds on the file."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    start, length = SHARED_LOCKS
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, length, start)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # the probe's lock goes with it
+    return False
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the catalog is not a database or is corrupt, or one of its
+    files is not a private regular file (what ``check --fix`` repairs)."""
+    return isinstance(exc, StoreError) and exc.errno == DAMAGED
+
+
+Mode = Literal["shared", "exclusive", "immutable"]
+"""How a connection opens the catalog: shared (WAL with ``-shm``, kept for the thread),
+exclusive (the wal-index in memory: a full disk) or immutable (a read-only filesystem,
+where nothing can change the file: no locks, no ``-wal``); the last two for one
+operation at a time."""
+
+
+def choose_mode(path: str) -> Mode:
+    """How to open the catalog at ``path`` (see :data:`Mode`): exclusive at once when its
+    ``-shm`` is missing or small and the disk is all but full."""
+    found = os.statvfs(os.path.dirname(path))
+    if found.f_flag & os.ST_RDONLY:
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(f"{path}-wal", follow_symlinks=False).st_size:
+                raise StoreError(
+                    errno.EROFS,
+                    "cannot read the catalog: its filesystem is read-only, and its -wal "
+                    "holds changes the database file has not got yet (mount it read-write "
+                    "once, and any spillstore command folds them in)",
+                )
+        return "immutable"
+    try:
+        if os.stat(f"{path}-shm", follow_symlinks=False).st_size >= SHM_BYTES:
+            return "shared"
+    except FileNotFoundError:
+        pass
+    return "exclusive" if found.f_bavail * found.f_frsize < LOW_SPACE_BYTES else "shared"
+
+
+class _Scope(threading.local):
+    """This thread's open catalog operations and the fallback connections they opened."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.closers: list[Callable[[], None]] = []
+
+
+_scope = _Scope()
+
+
+class db_errors(map_os_errors):  # lower case: a context manager used like a function
+    """One catalog operation: translate ``sqlite3.Error`` into :class:`StoreError`; when
+    the outermost operation of the thread ends, close the fallback connections it
+    opened (:func:`on_scope_end`)."""
+
+    __slots__ = ()
+    _KIND = sqlite3.Error
+
+    def __enter__(self) -> None:
+        _scope.depth += 1
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        _scope.depth -= 1
+        if not _scope.depth and _scope.closers:
+            closers, _scope.closers = _scope.closers, []
+            for close in closers:
+                close()
+        super().__exit__(kind, exc, tb)
+
+    def _error(self, exc: Exception) -> StoreError:
+        assert isinstance(exc, sqlite3.Error)
+        code = store_errno(exc)
+        message = f"{self._action}: {exc}"
+        if code == DAMAGED:
+            message += _FIX_HINT
+        return StoreError(code, message)
+
+
+def on_scope_end(close: Callable[[], None]) -> None:
+    """Run ``close`` when this thread's outermost :class:`db_errors` ends."""
+    if not _scope.depth:
+        raise RuntimeError("a fallback connection opened outside a catalog operation")
+    _scope.closers.append(close)
+
+
+def open_catalog(
+    path: str, schema: Callable[[sqlite3.Connection], Any], mode: Mode = "shared"
+) -> sqlite3.Connection:
+    """A connection in ``mode`` with ``synchronous=FULL`` and the schema made current
+    (``schema``)."""
+    if mode == "immutable":
+        uri = f"file:{urllib.parse.quote(path)}?immutable=1"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    try:
+        if mode == "exclusive":  # before the first read: SQLite then never uses the -shm
+            conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+        elif mode == "shared":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        schema(conn)
+    except BaseException:
+        conn.close()  # a failed connection must not keep its locks
+        raise
+    return conn
