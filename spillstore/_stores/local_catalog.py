@@ -33,7 +33,6 @@ import builtins
 import contextlib
 import errno
 import itertools
-import json
 import logging
 import operator
 import os
@@ -59,9 +58,7 @@ from spillstore._stores.local_db import db_errors as _db_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
 from spillstore._stores.local_marks import CATALOG_FILES
 from spillstore._stores.local_rows import (
-    LIST_COLUMNS,
     RARE_SQL,
-    ROW_COLUMNS,
     ROW_WIDTH,
     UNLISTED_SQL,
     listing_of,
@@ -69,90 +66,33 @@ from spillstore._stores.local_rows import (
     rare_of,
     row_meta,
 )
+from spillstore._stores.local_schema import (
+    ALL_WHOLE_SQL,
+    INSERT,
+    LIST_SQL,
+    LIST_UNLISTED_SQL,
+    SCHEMA_VERSION,
+    SELECT,
+    SELECT_LISTED,
+    Identity,
+    has_listing,
+    make_schema,
+    row_values,
+)
 from spillstore._stores.meta import SpillMeta
 
 __all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "Catalog", "Identity", "Tombstone"]
 
 CATALOG_NAME: Final = "catalog.sqlite3"
-SCHEMA_VERSION: Final = 4
-"""``PRAGMA user_version`` of the schema below (the opt-in catalog of 0.2's development,
-one JSON row per spill, was version 0; it is upgraded in place; version 3 had no
-``listing`` column: it is added and filled in place, and a catalog that cannot be
-written is read without it)."""
-
 logger = logging.getLogger("spillstore")
 
 ROW_CACHE_SIZE: Final = 4096
 """Rows a thread keeps while its connection's ``data_version`` stays the same."""
 
-Identity = tuple[int, int]
-"""``(st_dev, st_ino)`` of a spill's data file."""
-
 Tombstone = tuple[str | None, float | None]
 """A removed spill's ``(reason, removed_at)``."""
 
-_SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS spill (spill_id TEXT NOT NULL UNIQUE, session TEXT NOT NULL, "
-    "tool_name TEXT NOT NULL, tool_call_id TEXT NOT NULL, total_bytes INTEGER NOT NULL, "
-    "total_lines INTEGER NOT NULL, head_start INTEGER, head_end INTEGER, "
-    "tail_start INTEGER, tail_end INTEGER, sha256 TEXT NOT NULL, created_at REAL NOT NULL, "
-    "suffix TEXT, media_notes TEXT, invalid_utf8 INTEGER NOT NULL, adopted TEXT, "
-    "stored_bytes INTEGER NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL, listing BLOB, "
-    "PRIMARY KEY (session, created_at, spill_id)) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS spill_by_content ON spill (sha256)",
-    "CREATE TABLE IF NOT EXISTS spill_index (spill_id TEXT PRIMARY KEY, idx BLOB NOT NULL) "
-    "WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS tombstone (spill_id TEXT PRIMARY KEY, session TEXT NOT NULL, "
-    "reason TEXT, removed_at REAL) WITHOUT ROWID",
-    f"PRAGMA user_version = {SCHEMA_VERSION}",
-)
-
-_COLUMNS: Final = (
-    "spill_id, session, tool_name, tool_call_id, total_bytes, total_lines, head_start, "
-    "head_end, tail_start, tail_end, sha256, created_at, suffix, media_notes, invalid_utf8, "
-    "adopted, stored_bytes, dev, ino, listing"
-)
-_SELECT: Final = f"SELECT {ROW_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
-_SELECT_LISTED: Final = f"SELECT {ROW_COLUMNS}, dev, ino, listing FROM spill"  # noqa: S608
-_LIST_SQL: Final = (
-    f"SELECT {LIST_COLUMNS} FROM spill WHERE session = ? ORDER BY created_at, spill_id"  # noqa: S608
-)
-_LIST_UNLISTED_SQL: Final = (
-    "SELECT spill_id, tool_name, tool_call_id, NULL FROM spill WHERE session = ? "
-    "ORDER BY created_at, spill_id"
-)
-"""The list of a catalog without listings (one of version 3 that could not be upgraded)."""
-_ALL_WHOLE_SQL: Final = f"SELECT {ROW_COLUMNS} FROM spill WHERE session = ?"  # noqa: S608
 _LIST_ORDER: Final = operator.attrgetter("created_at", "spill_id")
-_INSERT: Final = (
-    f"INSERT OR IGNORE INTO spill ({_COLUMNS}) "  # noqa: S608
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def _row_values(meta: SpillMeta, identity: Identity) -> tuple[object, ...]:
-    ranges = meta.stored_ranges
-    head = ranges[0] if ranges else (None, None)
-    tail = ranges[1] if len(ranges) > 1 else (None, None)
-    return (
-        meta.spill_id,
-        meta.session,
-        meta.tool_name,
-        meta.tool_call_id,
-        meta.total_bytes,
-        meta.total_lines,
-        *head,
-        *tail,
-        meta.sha256,
-        meta.created_at,
-        meta.suffix,
-        json.dumps(meta.media_notes) if meta.media_notes else None,
-        int(meta.invalid_utf8),
-        json.dumps(meta.adopted_inode) if meta.adopted_inode is not None else None,
-        meta.stored_bytes,
-        *identity,
-        listing_of(meta),
-    )
 
 
 def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
@@ -163,46 +103,6 @@ def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
         yield session
         sql = "SELECT min(session) FROM spill WHERE session > ?"
         (session,) = conn.execute(sql, (session,)).fetchone()
-
-
-def _make_schema(conn: sqlite3.Connection) -> None:
-    """Create or upgrade the tables (nothing to do when ``user_version`` is current).
-
-    A catalog of an earlier version that cannot be written now (a read-only or full
-    disk, a writer holding the lock past the timeout) is read as it is: rows without a
-    listing are read whole.
-    """
-    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-        return
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            _add_listings(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-    except sqlite3.OperationalError:
-        if not conn.execute("PRAGMA table_info(spill)").fetchall():
-            raise
-
-
-def _has_listing(conn: sqlite3.Connection) -> bool:
-    return any(row[1] == "listing" for row in conn.execute("PRAGMA table_info(spill)"))
-
-
-def _add_listings(conn: sqlite3.Connection) -> None:
-    """Give the rows of a version-3 catalog their listing (in the open transaction);
-    the base of data file paths does not matter here (only the listing is kept)."""
-    if not _has_listing(conn):
-        conn.execute("ALTER TABLE spill ADD COLUMN listing BLOB")
-    for row in conn.execute(f"{_SELECT} WHERE listing IS NULL").fetchall():
-        meta = row_meta(os.sep, row)
-        if meta is not None:  # a corrupt row stays unlisted (check lists it)
-            sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
-            conn.execute(sql, (listing_of(meta), meta.spill_id))
 
 
 class Catalog:
@@ -276,12 +176,12 @@ class Catalog:
         with _db_errors("cannot open the catalog"):
             mode = choose_mode(self._path)
             try:
-                conn = open_catalog(self._path, _make_schema, mode)
+                conn = open_catalog(self._path, make_schema, mode)
             except sqlite3.Error as exc:
                 if mode != "shared" or store_errno(exc) != errno.ENOSPC:
                     raise
                 mode = "exclusive"
-                conn = open_catalog(self._path, _make_schema, mode)
+                conn = open_catalog(self._path, make_schema, mode)
             if mode != "shared":
                 local.fallback = conn
                 on_scope_end(self._close_fallback)
@@ -290,9 +190,9 @@ class Catalog:
                 local.pid = os.getpid()
         local.version = -1
         local.rows = {}
-        listed = _has_listing(conn)
-        local.list_sql = _LIST_SQL if listed else _LIST_UNLISTED_SQL
-        local.unlisted_sql = UNLISTED_SQL if listed else _ALL_WHOLE_SQL
+        listed = has_listing(conn)
+        local.list_sql = LIST_SQL if listed else LIST_UNLISTED_SQL
+        local.unlisted_sql = UNLISTED_SQL if listed else ALL_WHOLE_SQL
         return conn
 
     def _close_fallback(self) -> None:
@@ -353,7 +253,7 @@ class Catalog:
     # ----------------------------------------------------------------- reading
 
     def _meta(self, row: tuple[Any, ...]) -> SpillMeta:
-        """One whole row (``_SELECT``) as metadata; a bad id or session raises StoreError."""
+        """One whole row (``SELECT``) as metadata; a bad id or session raises StoreError."""
         meta = row_meta(self._base, row)
         if meta is None:
             raise StoreError(errno.EINVAL, f"the catalog row of spill {row[1]!r} is corrupt")
@@ -377,7 +277,7 @@ class Catalog:
             found = rows.get(spill_id)
             if found is not None:
                 return found
-            row = self._conn().execute(f"{_SELECT} WHERE spill_id = ?", (spill_id,)).fetchone()
+            row = self._conn().execute(f"{SELECT} WHERE spill_id = ?", (spill_id,)).fetchone()
         if row is None:
             return None
         found = (self._meta(row), (row[ROW_WIDTH], row[ROW_WIDTH + 1]))
@@ -457,10 +357,10 @@ class Catalog:
         corrupt row is left to the rest of ``check``."""
         with _db_errors("cannot check the listings"):
             conn = self._conn()
-            if not _has_listing(conn):
+            if not has_listing(conn):
                 return []
             stale = []
-            for row in conn.execute(f"{_SELECT_LISTED}").fetchall():
+            for row in conn.execute(f"{SELECT_LISTED}").fetchall():
                 meta = row_meta(self._base, row)
                 if meta is not None and row[-1] != listing_of(meta):
                     stale.append((meta, listing_of(meta)))
@@ -510,7 +410,7 @@ class Catalog:
         """Spills (not adopted) whose stored bytes are those of ``meta`` (same hash and
         ranges): a new spill may share their data file."""
         with _db_errors("cannot look up identical spills"):
-            sql = f"{_SELECT} WHERE sha256 = ? AND stored_bytes = ? AND adopted IS NULL LIMIT 4"
+            sql = f"{SELECT} WHERE sha256 = ? AND stored_bytes = ? AND adopted IS NULL LIMIT 4"
             rows = self._conn().execute(sql, (meta.sha256, meta.stored_bytes)).fetchall()
         found = [(self._meta(row), (row[ROW_WIDTH], row[ROW_WIDTH + 1])) for row in rows]
         return [(m, ident) for m, ident in found if m.stored_ranges == meta.stored_ranges]
@@ -525,13 +425,13 @@ class Catalog:
         """
         spill_id = meta.spill_id
         with self._write(f"cannot record spill {spill_id}") as conn:
-            existing = conn.execute(f"{_SELECT} WHERE spill_id = ?", (spill_id,)).fetchone()
+            existing = conn.execute(f"{SELECT} WHERE spill_id = ?", (spill_id,)).fetchone()
             if existing is not None:
                 old = self._meta(existing)
                 if old.sha256 != meta.sha256:
                     raise StoreError(errno.EEXIST, f"spill id {spill_id} is taken by other content")
                 return old
-            conn.execute(_INSERT, _row_values(meta, identity))
+            conn.execute(INSERT, row_values(meta, identity))
             conn.execute("INSERT OR REPLACE INTO spill_index VALUES (?, ?)", (spill_id, index))
             conn.execute("DELETE FROM tombstone WHERE spill_id = ?", (spill_id,))
         return meta
@@ -544,7 +444,7 @@ class Catalog:
         """Commit many rows at once, keeping rows that exist (a migration run again)."""
         with self._write("cannot record migrated spills") as conn:
             for meta, index, identity in spills:
-                conn.execute(_INSERT, _row_values(meta, identity))
+                conn.execute(INSERT, row_values(meta, identity))
                 sql = "INSERT OR IGNORE INTO spill_index VALUES (?, ?)"
                 conn.execute(sql, (meta.spill_id, index))
             for spill_id, session, reason, removed_at in tombstones:
