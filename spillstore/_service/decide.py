@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import stat
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
@@ -23,7 +21,7 @@ from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
-from spillstore._errors import ConfigError, StoreError
+from spillstore._service.files import read_ends, read_if_small
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -35,6 +33,7 @@ from spillstore._service.flow import (
     call,
     step_from_ends,
 )
+from spillstore._service.inputs import check_result
 from spillstore._service.render import render
 from spillstore._service.sides import (
     blob_cost,
@@ -45,7 +44,6 @@ from spillstore._service.sides import (
     suffix_flow,
     suffix_view,
 )
-from spillstore._stores.tally import Tally
 
 if TYPE_CHECKING:
     from spillstore._settings import Settings
@@ -61,9 +59,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("spillstore")
-
-_READ_CHUNK = 1024**2
-"""Bytes read at a time when a file is previewed without the store."""
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
@@ -118,7 +113,7 @@ def result_flow(
         ConfigError: ``result`` is neither a ``str`` nor a ``ToolResult`` (a developer
             error: bytes go through the accumulator, which takes them).
     """
-    _check_result(result)
+    check_result(result)
     if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
         return (yield from _file_flow(host, result, tool_name, tool_call_id))
     step = prepare(host, result, tool_name, tool_call_id)
@@ -144,52 +139,6 @@ def result_flow(
     return render(host, dataclasses.replace(step, others=others, suffix=suffix), saved)
 
 
-def _check_result(result: object) -> None:
-    """A ConfigError naming what the flow cannot read (not a TypeError from deep inside);
-    a spill-exempt result passes untouched, whatever it holds."""
-    if not isinstance(result, ToolResult | str):
-        hint = (
-            " (bytes: stream them through service.accumulator())"
-            if isinstance(result, bytes | bytearray | memoryview)
-            else ""
-        )
-        raise ConfigError(
-            f"a tool result must be a str or a ToolResult; got {type(result).__name__}{hint}",
-            field="result",
-        )
-    if isinstance(result, str) or result.spill_exempt:
-        return
-    content: object = result.content
-    if isinstance(content, str | bytes) or not isinstance(content, Sequence):
-        raise ConfigError(
-            f"ToolResult.content must be a sequence of parts; got {type(content).__name__}",
-            field="content",
-        )
-    for part in content:
-        if not isinstance(part, TextPart | EmbeddedText | MediaPart | ResourceLink):
-            raise ConfigError(
-                f"ToolResult.content holds a {type(part).__name__}; parts are TextPart,"
-                " EmbeddedText, MediaPart or ResourceLink",
-                field="content",
-            )
-        if isinstance(part, MediaPart) and not isinstance(part.data, bytes | str):
-            raise ConfigError(f"MediaPart.data: got {type(part.data).__name__}", field="content")
-        if isinstance(part, TextPart | EmbeddedText) and not isinstance(part.text, str):
-            raise ConfigError(
-                f"{type(part).__name__}.text must be a str; got {type(part.text).__name__}",
-                field="content",
-            )
-    for field, value, kinds, wanted in (
-        ("suffix", result.suffix, str, "a str"),
-        ("full_output_path", result.full_output_path, str | os.PathLike, "a path"),
-    ):
-        if value is not None and not isinstance(value, kinds):
-            got = type(value).__name__
-            raise ConfigError(
-                f"ToolResult.{field} must be {wanted} or None; got {got}", field=field
-            )
-
-
 def _file_flow(
     host: Host, result: ToolResult, tool_name: str, tool_call_id: str
 ) -> Flow[ToolResult]:
@@ -210,7 +159,7 @@ def _file_flow(
         others_size = (utf8_size(whole) + 1 if whole else 0) + sum(
             blob_cost(p) for p in others if isinstance(p, MediaPart) and is_blob(p, host)
         )
-        small = yield blocking(_read_if_small, path, host.settings.max_bytes, others_size)
+        small = yield blocking(read_if_small, path, host.settings.max_bytes, others_size)
         if small is not None:
             inline = _inline_file(result, small)
             return (yield from result_flow(host, inline, tool_name, tool_call_id))
@@ -237,7 +186,7 @@ def _file_flow(
         saved = exc
         try:  # the file is there: preview it, as a stream to a dead store is previewed
             head_raw, tail_raw, counted = yield blocking(
-                _read_ends, path, settings.head_bytes + SLACK, settings.tail_bytes + SLACK
+                read_ends, path, settings.head_bytes + SLACK, settings.tail_bytes + SLACK
             )
         except OSError:
             fallback = _without_file(result, path, exc)
@@ -420,51 +369,6 @@ def _ends_with_newline(texts: Sequence[str]) -> bool:
         if index:  # an empty part after another: the separator before it ends the output
             return PART_SEPARATOR.endswith("\n")
     return False
-
-
-def _read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
-    """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"{path} is not a regular file")
-        if info.st_size > budget:
-            return None
-        data = os.read(fd, min(budget, info.st_size) + 1)  # never a buffer past the file
-    finally:
-        os.close(fd)
-    if len(data) > budget:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:  # invalid bytes that outgrow the budget once decoded are
-        text = data.decode("utf-8", "replace")  # adopted raw, never saved decoded
-    return text if utf8_size(text) + others_size <= budget else None
-
-
-def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
-    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass.
-
-    Raises:
-        StoreError: the path is not a regular file (a device such as ``/dev/zero`` would
-            be read forever, a FIFO without a writer would block).
-    """
-    tally = Tally()
-    first = bytearray()
-    last = bytearray()
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StoreError(f"{path} is not a regular file")
-        while chunk := file.read(_READ_CHUNK):
-            tally.feed(chunk)
-            if len(first) < head_bytes:
-                first += chunk[: head_bytes - len(first)]
-            last += chunk[-tail_bytes:]
-            del last[:-tail_bytes]
-    measured = Measure(tally.sha256, tally.total_bytes, tally.newlines, tally.invalid_utf8)
-    return bytes(first), bytes(last), measured
 
 
 def _inline_file(result: ToolResult, text: str) -> ToolResult:
