@@ -39,6 +39,7 @@ from spillstore._service.sides import (
     blob_cost,
     blob_room,
     is_blob,
+    keep_text_flow,
     spill_blobs,
     strict,
     suffix_flow,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPEND_RESERVE_BYTES",
     "SpillArgs",
+    "TextKept",
     "bounded_suffix",
     "prepare",
     "result_flow",
@@ -119,6 +121,10 @@ def result_flow(
     step = prepare(host, result, tool_name, tool_call_id)
     if isinstance(step, ToolResult):
         return step
+    if isinstance(step, TextKept):
+        return (
+            yield from keep_text_flow(host, step.result, spill_args(host, tool_name, tool_call_id))
+        )
     store = host.store
     args = spill_args(host, step.tool_name, step.tool_call_id)
     whole_suffix = strict(step.result.suffix or "")
@@ -253,10 +259,25 @@ def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Pa
     return bounded_suffix(result.suffix or "", host.settings.max_bytes), notes, others
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextKept:
+    """A result over the budget only by its blobs or its suffix: its text stays whole.
+
+    The blobs and a suffix over its cap are saved as spills of their own, each named by
+    a notice (:func:`~spillstore._service.sides.keep_text_flow`); no text spill is made,
+    so nothing claims the text was too large.
+    """
+
+    result: ToolResult
+
+
 def prepare(
     host: Host, result: ToolResult | str, tool_name: str, tool_call_id: str
-) -> ToolResult | Prepared:
-    """Steps 1-3: pass through, or measure and plan. No I/O."""
+) -> ToolResult | TextKept | Prepared:
+    """Steps 1-3: pass through, keep the text beside spilled blobs, or measure and plan.
+
+    No I/O.
+    """
     if isinstance(result, str):
         result = ToolResult(content=(TextPart(result),))
     if result.spill_exempt:
@@ -286,7 +307,9 @@ def prepare(
     ):
         return result if not suffix else _inline(result, suffix)
     suffix = bounded_suffix(suffix, budget)
-    texts = texts or [""]  # only blobs or a suffix over the budget: the text is empty
+    if _model_text_size(texts, suffix) + blob_room(budget, blobs) <= budget:
+        return TextKept(result)  # only the blobs or the suffix are over: the text stays
+    texts = texts or [""]  # text parts that are all empty
     shaped = None
     shape = None
     if chars <= JSON_SHAPE_MAX_CHARS:

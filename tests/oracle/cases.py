@@ -10,10 +10,26 @@ import base64
 import os
 from collections.abc import Sequence
 
-from spillstore import EmbeddedText, MediaPart, Part, ResourceLink, Settings, TextPart, ToolResult
-from tests.oracle.facts import check_spilled, check_strict_utf8, text_size
-from tests.oracle.harness import finish, output_file, service_for, stream, truncate
-from tests.oracle.model import Truth, model_encode, shown
+from spillstore import (
+    EmbeddedText,
+    MediaPart,
+    Part,
+    ResourceLink,
+    Settings,
+    TextPart,
+    ToolResult,
+    TruncationService,
+)
+from tests.oracle.facts import (
+    BLOB_NOTICE,
+    CLOSING,
+    check_blob_notices,
+    check_spilled,
+    check_strict_utf8,
+    text_size,
+)
+from tests.oracle.harness import FailingStore, finish, output_file, service_for, stream, truncate
+from tests.oracle.model import Truth, clean, model_encode, shown
 from tests.oracle.strategies import NEEDLE, StoreChoice
 
 
@@ -129,9 +145,11 @@ def run_parts(
     blobs = [p for p in parts if isinstance(p, MediaPart) and p.kind == "blob"]
     if result.spill is None:
         assert truth.total <= config.max_bytes, "an output over the budget was not cut"
-        if suffix:
+        if suffix or result is not original:
             assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
-        else:
+        if result is not original and blobs:
+            _check_text_kept(service, result, parts, blobs)
+        elif not suffix:
             assert result is original, "a result that fits (blobs included) must be unchanged"
         return
     assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
@@ -150,6 +168,30 @@ def run_parts(
         blobs=tuple((b.mime_type, _decoded(b.data)) for b in blobs),
     )
     check_spilled(case)
+
+
+def _check_text_kept(
+    service: TruncationService, result: ToolResult, parts: Sequence[Part], blobs: list[MediaPart]
+) -> None:
+    """Over the budget by its blobs alone: the other parts stay, in order, each blob is
+    a spill named by a notice, and no text spill claims the text was too large."""
+    check_strict_utf8(result)
+    kept = [p for p in parts if p not in blobs]
+    texts = [p for p in result.content if not _is_notice(getattr(p, "text", ""))]
+    assert len(texts) >= len(kept), "a part of the result is missing"
+    for was, now in zip(kept, texts, strict=False):
+        if isinstance(was, TextPart | EmbeddedText):
+            assert type(now) is type(was) and now.text == clean(was.text), "a text part changed"
+        else:
+            assert now is was, "media parts must stay attached, in order"
+    failed = isinstance(service.store, FailingStore) and service.store.failed
+    tools = None if failed else service.spill_tools()
+    decoded = tuple((b.mime_type, _decoded(b.data)) for b in blobs)
+    check_blob_notices(result, decoded, tools, store_failed=failed)
+
+
+def _is_notice(text: str) -> bool:
+    return bool(BLOB_NOTICE.fullmatch(text) or CLOSING.fullmatch(text))
 
 
 def _decoded(data: bytes | str) -> bytes:

@@ -189,3 +189,16 @@ def test_a_line_cut_in_two_by_retention_is_found_once_by_grep() -> None:
     text = "QzNeedLeQz" + "\U0001f600" * 1100 + "QzNeedLeQz"
     with enforcing_all():
         run_stream(config, [text], MEMORY)
+
+
+@pytest.mark.parametrize("store", [MEMORY, StoreChoice("failing", 0)], ids=["memory", "dead"])
+def test_a_result_over_the_budget_by_its_blobs_alone_keeps_its_text(store: StoreChoice) -> None:
+    """Text, an image and blobs over the budget only by the blobs: the text and the image
+    stay as they are, each blob is a spill of its own named by its notice (or said NOT
+    saved on a dead store), and no empty text spill claims "0 bytes, too large"."""
+    blob = MediaPart("blob", "application/octet-stream", bytes(range(256)) * 20)
+    image = MediaPart("image", "image/png", base64.b64encode(bytes(300)).decode())
+    parts = [TextPart("head line\n"), blob, image, TextPart("last \ud800"), blob]
+    with enforcing_all():
+        run_parts(SMALL, parts, store)
+        run_parts(SMALL, [blob], store, suffix="exit 0")
