@@ -38,15 +38,19 @@ import orjson
 from spillstore._core.json_spans import compact_spans
 
 __all__ = [
+    "BOM",
     "JSON_START_BYTES",
     "ORJSON_BYTES",
     "JsonDoc",
     "JsonKind",
     "NotJson",
+    "bom_size",
     "exact_numbers",
+    "jq_constant",
     "looks_like_json",
     "parse_doc",
     "scan_value",
+    "stream_values",
 ]
 
 JsonKind = Literal["json", "ndjson"]
@@ -68,12 +72,33 @@ member parsed whole by the C scanner), so a value parsed in one call shares its
 object keys (``{"items": [...]}``: the items' keys are one set of strings)."""
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
+BOM = b"\xef\xbb\xbf"
+"""A UTF-8 byte order mark: jq skips one at the very start of its input, so we do too."""
+
+_JQ_CONSTANTS: dict[str, Any] = {
+    "NaN": None,
+    "Infinity": 1.7976931348623157e308,
+    "-Infinity": -1.7976931348623157e308,
+}
+"""What jq reads ``NaN``, ``Infinity`` and ``-Infinity`` as (they are not JSON, but
+Python's ``json.dumps`` writes them, and jq reads them: null and the largest doubles)."""
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-"""A strict decoder: ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON."""
+def jq_constant(name: str) -> Any:
+    """The value jq gives the non-JSON constant ``name`` (``parse_constant`` of a decoder)."""
+    return _JQ_CONSTANTS[name]
+
+
+def bom_size(text: str | bytes) -> int:
+    """The length of a byte order mark at the start of ``text`` (0 when there is none)."""
+    if isinstance(text, str):
+        return 1 if text.startswith("\ufeff") else 0
+    return len(BOM) if text.startswith(BOM) else 0
+
+
+_DECODER = json.JSONDecoder(parse_constant=jq_constant)
+"""The decoder of the values: strict JSON, but ``NaN`` and ``Infinity`` read as jq reads
+them (:func:`jq_constant`)."""
 
 _SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 _WHITESPACE_CHARS = frozenset(" \t\n\r")
@@ -111,6 +136,7 @@ def looks_like_json(text: str | bytes) -> bool:
 
     Only the first byte that is not JSON whitespace is looked at.
     """
+    text = text[bom_size(text) :]
     if isinstance(text, str):
         stripped = text.lstrip(" \t\n\r")[:1].encode("utf-8", "replace")
     else:
@@ -210,7 +236,9 @@ class JsonDoc:
                 return self._locate_canonical(path)
             if self.chunks is not None:
                 return self.chunks.locate(root, path)  # type: ignore[no-any-return]
-            # Whitespace around the value is ASCII: as many characters as bytes.
+            # Whitespace around the value is ASCII: as many characters as bytes; a byte
+            # order mark before it is 3 bytes and 1 character.
+            start -= 2 if bom_size(self.data) else 0
             end = len(self.text) - (len(self.data) - end)
         for step in path:
             opener = self.text[start]
@@ -235,7 +263,7 @@ class JsonDoc:
         """
         if not self._canonical_known:
             self._canonical_known = True
-            at = _BYTE_WHITESPACE.match(self.data).end()  # type: ignore[union-attr]
+            at = _BYTE_WHITESPACE.match(self.data, bom_size(self.data)).end()  # type: ignore[union-attr]
             try:
                 written = orjson.dumps(self.values[0])
             except (orjson.JSONEncodeError, TypeError):  # a lone surrogate, a big integer
@@ -367,13 +395,14 @@ def exact_numbers(data: bytes) -> bool:
 def _fast_parse(data: bytes) -> JsonDoc | None:
     """``data`` as one JSON value parsed by orjson, or None (not one JSON value for
     orjson, or a long integer: the standard decoder then decides)."""
+    bom = bom_size(data)
     try:
-        value = orjson.loads(data)
+        value = orjson.loads(memoryview(data)[bom:] if bom else data)
     except orjson.JSONDecodeError:
         return None
     if not exact_numbers(data):
         return None
-    at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
+    at = _BYTE_WHITESPACE.match(data, bom).end()  # type: ignore[union-attr]
     end = len(data)
     while end > at and data[end - 1] in _WHITESPACE_BYTES:
         end -= 1
@@ -392,7 +421,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
     decoder's of the text (indexing the root's members, or each line); a line whose
     first significant character cannot start JSON is skipped unparsed.
     """
-    at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
+    at = _BYTE_WHITESPACE.match(data, bom_size(data)).end()  # type: ignore[union-attr]
     if at == len(data):
         return NotJson("it is empty")
     if data[at] in JSON_START_BYTES and len(data) <= ORJSON_BYTES:
@@ -403,7 +432,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return NotJson(f"it is not valid UTF-8 (byte {exc.start})")
-    start = _skip(text, 0)
+    start = _skip(text, bom_size(text))
     if data[at] in JSON_START_BYTES:
         doc = JsonDoc(data, "json", [], _text=text)
         try:
@@ -411,7 +440,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         except (ValueError, IndexError, RecursionError):
             end = -1
         if end >= 0 and _skip(text, end) == len(text):
-            doc.roots.append((1, start, len(data) - (len(text) - end)))
+            doc.roots.append((1, at, len(data) - (len(text) - end)))
             doc.values.append(value)
             return doc
         del doc
@@ -424,7 +453,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         line_end = text.find("\n", line_start)
         if line_end < 0:
             line_end = len(text)
-        pos = _skip(text, line_start)
+        pos = _skip(text, line_start or bom_size(text))
         if pos < line_end:
             failure = _line_failure(text, pos, line_end)
             if isinstance(failure, tuple):
@@ -435,6 +464,9 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
                 skipped += 1
         line, line_start = line + 1, line_end + 1
     if skipped:
+        stream = _stream(text, start)
+        if stream is not None:  # values one after another ({}{}, or each over lines)
+            return JsonDoc(data, "ndjson", stream[0], values=stream[1], _text=text)
         # Text with JSON lines in it (a log, or a result whose structured content was
         # appended as its last line): the lines holding an object or an array are queried.
         kept = [at for at, root in enumerate(roots) if text[root[1]] in "{["]
@@ -443,6 +475,35 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         roots = [roots[at] for at in kept]
         values = [values[at] for at in kept]
     return JsonDoc(data, "ndjson", roots, skipped_lines=skipped, values=values, _text=text)
+
+
+def _stream(text: str, pos: int) -> tuple[list[tuple[int, int, int]], list[Any]] | None:
+    """Two or more JSON values one after another from ``pos`` to the end (jq reads its
+    input so: ``{}{}``, or pretty-printed values in a row), each with the line it starts
+    on and its range in characters; None when the text is not that."""
+    roots: list[tuple[int, int, int]] = []
+    values: list[Any] = []
+    line, counted = 1, 0
+    while pos < len(text):
+        if text[pos] not in _START_CHARS:
+            return None
+        try:
+            value, end = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return None
+        line += text.count("\n", counted, pos)
+        counted = pos
+        roots.append((line, pos, end))
+        values.append(value)
+        pos = _skip(text, end)
+    return (roots, values) if len(roots) > 1 else None
+
+
+def stream_values(text: str, pos: int) -> list[Any] | None:
+    """The values of :func:`parse_doc`'s stream reading (two or more values in a row
+    from ``pos`` to the end), or None: what the shape summary and the query agree on."""
+    stream = _stream(text, pos)
+    return None if stream is None else stream[1]
 
 
 def _line_failure(text: str, pos: int, line_end: int) -> tuple[Any, int] | str:
