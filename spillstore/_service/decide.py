@@ -19,7 +19,7 @@ from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.json_doc import looks_like_json
 from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
-from spillstore._core.shape import shape_lines
+from spillstore._core.shape import LineShaper, Shaped, shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
 from spillstore._service.files import read_ends, read_if_small
 from spillstore._service.flow import (
@@ -61,6 +61,13 @@ __all__ = [
 ]
 
 log = logging.getLogger("spillstore")
+
+_FIRST_SHAPE_READ = 64 * 1024
+"""Bytes of a saved output read first to shape it: enough to prove that an output of
+short lines cannot fit once shaped."""
+
+_SHAPE_READ = 1024**2
+"""Bytes read at a time after that (an output of few, long lines is read whole)."""
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
@@ -197,6 +204,12 @@ def _file_flow(
         except OSError:
             fallback = _without_file(result, path, exc)
             return (yield from result_flow(host, fallback, tool_name, tool_call_id))
+    shaped = None
+    if shape is None and not isinstance(saved, Exception):
+        budget = settings.max_bytes
+        room = budget - utf8_size(bounded_suffix(result.suffix or "", budget))
+        room -= APPEND_RESERVE_BYTES + blob_room(budget, sum(is_blob(p, host) for p in others))
+        shaped = yield from stored_shaped(host, saved, room)
     args = spill_args(host, tool_name, tool_call_id)
     others = yield from spill_blobs(host, others, args)
     suffix = yield from suffix_flow(host, result.suffix or "", args)
@@ -213,8 +226,32 @@ def _file_flow(
         tool_call_id=tool_call_id,
         json_shape=shape,
         ends_with_newline=ends_with_newline,
+        shaped=shaped,
     )
     return render(host, step, saved)
+
+
+def stored_shaped(host: Host, saved: SpillMeta, room: int) -> Flow[Shaped | None]:
+    """A saved output with its long lines cut, as :func:`prepare` shapes a text: read
+    back a piece at a time through a :class:`~spillstore._core.shape.LineShaper`, which
+    stops reading once the shaped text is over the budget (so an output of short lines
+    costs one small read). None when it does not fit ``room``, no line is cut, the
+    output is not valid UTF-8 or not saved whole, or a read fails."""
+    cap = host.settings.max_line_bytes
+    if cap is None or not saved.complete or saved.invalid_utf8:
+        return None
+    shaper = LineShaper(max_line_bytes=cap, budget=host.settings.max_bytes)
+    store = host.store
+    offset, size = 0, _FIRST_SHAPE_READ
+    while offset < saved.total_bytes and not shaper.over:
+        end = min(offset + size, saved.total_bytes)
+        try:
+            data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, offset, end)
+        except STORE_FAILURES:
+            return None
+        shaper.feed(data)
+        offset, size = end, _SHAPE_READ
+    return shaper.finish(room)
 
 
 def stored_shape(

@@ -13,13 +13,21 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spillstore import MemoryStore, Settings, SpillTools, TextPart, ToolResult, TruncationService
+from spillstore import (
+    MediaPart,
+    MemoryStore,
+    Settings,
+    SpillTools,
+    TextPart,
+    ToolResult,
+    TruncationService,
+)
 from spillstore._core.utf8 import encode
 from tests.strategies import HOSTILE_PIECES
 
@@ -164,11 +172,6 @@ def test_list_spills_states_each_spill_s_figures_as_its_metadata_has_them(
         assert ("saved in full" in m.group(4)) == meta.complete, m.group(0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the file flow (full_output_path) never shapes lines: shaping would read the "
-    "adopted file once more, in full when its lines are few and long",
-)
 def test_a_file_whose_long_lines_alone_overflow_is_shaped_as_the_whole_output(
     tmp_path: Path,
 ) -> None:
@@ -184,3 +187,25 @@ def test_a_file_whose_long_lines_alone_overflow_is_shaped_as_the_whole_output(
     )
     assert whole.spill is not None and whole.spill.mode == "append"
     assert adopted.spill == whole.spill
+
+
+def test_a_file_of_long_lines_with_a_suffix_and_a_blob_is_shaped_as_the_same_text() -> None:
+    """Several long lines, a suffix and a blob: the file gets the whole text's append
+    mode, sync and async, with the same model text."""
+    config = Settings(max_bytes=4096, max_line_bytes=100)
+    text = "".join(f"{n:03d} " + "é" * 700 + "\n" for n in range(8))
+    blob = MediaPart("blob", "application/pdf", b"%PDF" * 2000)
+    whole = TruncationService(MemoryStore(), config).truncate_for_model(
+        ToolResult(content=(TextPart(text), blob), suffix="exit 1"), tool_name="t", tool_call_id="c"
+    )
+    assert whole.spill is not None and whole.spill.mode == "append"
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "out.log"
+        log.write_text(text, encoding="utf-8")
+        adopted = ToolResult(content=(blob,), suffix="exit 1", full_output_path=str(log))
+        service = TruncationService(MemoryStore(), config)
+        sync = service.truncate_for_model(adopted, tool_name="t", tool_call_id="c")
+        twin = asyncio.run(service.atruncate_for_model(adopted, tool_name="t", tool_call_id="c"))
+    for result in (sync, twin):
+        assert result.spill == whole.spill
+        assert _text(result) == _text(whole)
