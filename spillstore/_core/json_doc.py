@@ -35,31 +35,30 @@ from typing import Any, Literal
 
 import orjson
 
+from spillstore._core.json_input import (
+    DECODER,
+    JSON_START_BYTES,
+    START_CHARS,
+    bom_size,
+    stream,
+)
 from spillstore._core.json_spans import compact_spans
 
 __all__ = [
-    "BOM",
     "JSON_START_BYTES",
     "ORJSON_BYTES",
     "JsonDoc",
     "JsonKind",
     "NotJson",
-    "bom_size",
     "exact_numbers",
-    "jq_constant",
     "looks_like_json",
     "parse_doc",
     "scan_value",
-    "stream_values",
 ]
 
 JsonKind = Literal["json", "ndjson"]
 """One JSON value (``json``), or one value per non-blank line (``ndjson``)."""
 
-JSON_START_BYTES = frozenset(b'{["-0123456789tfn')
-"""The bytes a JSON value can start with (after whitespace)."""
-
-_START_CHARS = frozenset(map(chr, JSON_START_BYTES))
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _BYTE_WHITESPACE = re.compile(rb"[ \t\n\r]*")
 _BYTE_CHECKPOINT = 1 << 16
@@ -72,35 +71,7 @@ member parsed whole by the C scanner), so a value parsed in one call shares its
 object keys (``{"items": [...]}``: the items' keys are one set of strings)."""
 
 
-BOM = b"\xef\xbb\xbf"
-"""A UTF-8 byte order mark: jq skips one at the very start of its input, so we do too."""
-
-_JQ_CONSTANTS: dict[str, Any] = {
-    "NaN": None,
-    "Infinity": 1.7976931348623157e308,
-    "-Infinity": -1.7976931348623157e308,
-}
-"""What jq reads ``NaN``, ``Infinity`` and ``-Infinity`` as (they are not JSON, but
-Python's ``json.dumps`` writes them, and jq reads them: null and the largest doubles)."""
-
-
-def jq_constant(name: str) -> Any:
-    """The value jq gives the non-JSON constant ``name`` (``parse_constant`` of a decoder)."""
-    return _JQ_CONSTANTS[name]
-
-
-def bom_size(text: str | bytes) -> int:
-    """The length of a byte order mark at the start of ``text`` (0 when there is none)."""
-    if isinstance(text, str):
-        return 1 if text.startswith("\ufeff") else 0
-    return len(BOM) if text.startswith(BOM) else 0
-
-
-_DECODER = json.JSONDecoder(parse_constant=jq_constant)
-"""The decoder of the values: strict JSON, but ``NaN`` and ``Infinity`` read as jq reads
-them (:func:`jq_constant`)."""
-
-_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = DECODER.scan_once  # type: ignore[attr-defined]
 _WHITESPACE_CHARS = frozenset(" \t\n\r")
 _WHITESPACE_BYTES = frozenset(b" \t\n\r")
 
@@ -464,9 +435,9 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
                 skipped += 1
         line, line_start = line + 1, line_end + 1
     if skipped:
-        stream = _stream(text, start)
-        if stream is not None:  # values one after another ({}{}, or each over lines)
-            return JsonDoc(data, "ndjson", stream[0], values=stream[1], _text=text)
+        found = stream(text, start)
+        if found is not None:  # values one after another ({}{}, or each over lines)
+            return JsonDoc(data, "ndjson", found[0], values=found[1], _text=text)
         # Text with JSON lines in it (a log, or a result whose structured content was
         # appended as its last line): the lines holding an object or an array are queried.
         kept = [at for at, root in enumerate(roots) if text[root[1]] in "{["]
@@ -477,41 +448,12 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
     return JsonDoc(data, "ndjson", roots, skipped_lines=skipped, values=values, _text=text)
 
 
-def _stream(text: str, pos: int) -> tuple[list[tuple[int, int, int]], list[Any]] | None:
-    """Two or more JSON values one after another from ``pos`` to the end (jq reads its
-    input so: ``{}{}``, or pretty-printed values in a row), each with the line it starts
-    on and its range in characters; None when the text is not that."""
-    roots: list[tuple[int, int, int]] = []
-    values: list[Any] = []
-    line, counted = 1, 0
-    while pos < len(text):
-        if text[pos] not in _START_CHARS:
-            return None
-        try:
-            value, end = _DECODER.raw_decode(text, pos)
-        except (ValueError, RecursionError):
-            return None
-        line += text.count("\n", counted, pos)
-        counted = pos
-        roots.append((line, pos, end))
-        values.append(value)
-        pos = _skip(text, end)
-    return (roots, values) if len(roots) > 1 else None
-
-
-def stream_values(text: str, pos: int) -> list[Any] | None:
-    """The values of :func:`parse_doc`'s stream reading (two or more values in a row
-    from ``pos`` to the end), or None: what the shape summary and the query agree on."""
-    stream = _stream(text, pos)
-    return None if stream is None else stream[1]
-
-
 def _line_failure(text: str, pos: int, line_end: int) -> tuple[Any, int] | str:
     """The one JSON value on the line at ``pos`` and its end, or why there is none."""
-    if text[pos] not in _START_CHARS:
+    if text[pos] not in START_CHARS:
         return f"starts with {text[pos]!r}"
     try:
-        value, end = _DECODER.raw_decode(text, pos)
+        value, end = DECODER.raw_decode(text, pos)
     except ValueError as exc:
         return f"is not JSON: {_where(text, exc, pos)}"
     if end > line_end or _skip(text, end) < line_end:

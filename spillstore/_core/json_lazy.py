@@ -31,11 +31,11 @@ import orjson
 from spillstore._core.json_doc import (
     JsonDoc,
     NotJson,
-    bom_size,
     exact_numbers,
     parse_doc,
     scan_value,
 )
+from spillstore._core.json_input import bom_size
 
 __all__ = ["CHUNK_BYTES", "Chunk", "Keep", "LazyDoc", "lazy_doc", "parse_chunked"]
 

@@ -29,11 +29,9 @@ from spillstore._core.collector import gc_paused
 from spillstore._core.json_columns import MAX_DEPTH, MAX_KEYS, Arrays, Column, Objects
 from spillstore._core.json_doc import (
     NotJson,
-    bom_size,
-    jq_constant,
     looks_like_json,
-    stream_values,
 )
+from spillstore._core.json_input import bom_size, jq_constant, stream_values
 from spillstore._core.json_lazy import CHUNK_BYTES, lazy_doc
 from spillstore._core.utf8 import head, utf8_size
 
