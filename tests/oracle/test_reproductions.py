@@ -202,3 +202,11 @@ def test_a_result_over_the_budget_by_its_blobs_alone_keeps_its_text(store: Store
     with enforcing_all():
         run_parts(SMALL, parts, store)
         run_parts(SMALL, [blob], store, suffix="exit 0")
+
+
+def test_a_fitting_result_with_an_empty_blob_and_a_suffix_keeps_its_blob() -> None:
+    """An empty blob, a lone surrogate and a suffix that fit: the suffix is folded in,
+    the blob stays attached and the tool's text passes as it is."""
+    blob = MediaPart("blob", "application/gzip", "")
+    with enforcing_all():
+        run_parts(SMALL, [TextPart("\ud800"), blob], MEMORY, suffix="exit code 1")
