@@ -134,6 +134,8 @@ class JsonDoc:
             text for JSON Lines.
         skipped_lines: JSON Lines only: non-blank lines that hold no JSON object or
             array (text around JSON lines); 0 for strict JSON Lines.
+        stream: ``ndjson`` values that are not one per line but one after another
+            (``{}{}``, pretty-printed values in a row), as jq reads its input.
         values: the parsed value of each root, in order.
         strict: the values were parsed by orjson, which refuses what jq refuses and
             Python reads (a lone surrogate escape).
@@ -146,6 +148,7 @@ class JsonDoc:
     kind: JsonKind
     roots: list[tuple[int, int, int]]
     skipped_lines: int = 0
+    stream: bool = False
     values: list[Any] = field(default_factory=list)
     strict: bool = False
     _text: str | None = None
@@ -437,7 +440,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
     if skipped:
         found = stream(text, start)
         if found is not None:  # values one after another ({}{}, or each over lines)
-            return JsonDoc(data, "ndjson", found[0], values=found[1], _text=text)
+            return JsonDoc(data, "ndjson", found[0], values=found[1], stream=True, _text=text)
         # Text with JSON lines in it (a log, or a result whose structured content was
         # appended as its last line): the lines holding an object or an array are queried.
         kept = [at for at, root in enumerate(roots) if text[root[1]] in "{["]
