@@ -2,9 +2,11 @@
 
 :func:`result_flow` is the generator both twins of ``truncate_for_model`` drive (see
 :mod:`spillstore._service.flow`): it makes every decision of design.md §2 and yields
-each store call as a request. Steps 1-3 (pass through, or measure and plan) are pure
+each store call as a request. Steps 1-3 (pass through, keep the text of a result over
+the budget only by its blobs or its suffix, or measure and plan) are pure
 (:func:`prepare`); the output is persisted next; :func:`~spillstore._service.render.render`
-turns the plan and the store's answer into the pointer.
+turns the plan and the store's answer into the pointer. An output handed over as a file
+is adopted by the store, and read back to shape its long lines (:func:`stored_shaped`).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from collections.abc import Sequence
 
 from spillstore import (
@@ -60,10 +61,8 @@ def run_text(
     if truth.total > config.max_bytes:
         assert result.spill is not None, "an output over the budget was not cut"
     if result.spill is None:
-        assert truth.total + _suffix_size(suffix) <= config.max_bytes, "not cut, over budget"
-        if suffix:  # the tool's own parts pass as they are (a lone surrogate too)
-            assert text_size(result) <= config.max_bytes
-        else:
+        _check_not_cut(service, result, truth, suffix)
+        if not suffix:
             assert result is original, "a result that fits must come back as the same object"
         return
     case = finish(
@@ -77,6 +76,32 @@ def run_text(
         byte_page=byte_page,
     )
     check_spilled(case)
+
+
+SUFFIX_SPILL = re.compile(r"the whole suffix is saved as spill (\S+):")
+
+
+def _check_not_cut(
+    service: TruncationService, result: ToolResult, truth: Truth, suffix: str | None
+) -> None:
+    """A result whose text was not cut: the text fits, the model text is within the
+    budget, and a suffix too long to show with it is shown by its ends and saved whole
+    as a spill of its own (or said not saved, on a dead store)."""
+    budget = service.settings.max_bytes
+    assert truth.total <= budget, "an output over the budget was not cut"
+    assert text_size(result) <= budget, "model text over budget"
+    if not suffix or truth.total + _suffix_size(suffix) <= budget:
+        return
+    check_strict_utf8(result)
+    view = result.content[-1].text  # type: ignore[union-attr]
+    found = SUFFIX_SPILL.search(view)
+    if found is None:
+        assert "the whole suffix could not be saved" in view, view[-300:]
+        assert isinstance(service.store, FailingStore) and service.store.failed
+        return
+    meta = service.store.stat(found[1])
+    saved = service.store.read_bytes(found[1], 0, meta.total_bytes)
+    assert saved == model_encode(suffix), "the suffix spill does not hold the whole suffix"
 
 
 def run_stream(
@@ -222,8 +247,7 @@ def run_file(
     if truth.total > config.max_bytes:
         assert result.spill is not None, "a file over the budget got no preview"
     if result.spill is None:
-        assert truth.total + _suffix_size(suffix) <= config.max_bytes, "not cut, over budget"
-        assert text_size(result) <= config.max_bytes
+        _check_not_cut(service, result, truth, suffix)
         return
     case = finish(
         service,

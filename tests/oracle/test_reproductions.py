@@ -210,3 +210,15 @@ def test_a_fitting_result_with_an_empty_blob_and_a_suffix_keeps_its_blob() -> No
     blob = MediaPart("blob", "application/gzip", "")
     with enforcing_all():
         run_parts(SMALL, [TextPart("\ud800"), blob], MEMORY, suffix="exit code 1")
+
+
+@pytest.mark.parametrize("store", [MEMORY, StoreChoice("failing", 0)], ids=["memory", "dead"])
+def test_a_short_output_with_a_suffix_over_the_budget_keeps_its_text(store: StoreChoice) -> None:
+    """100 bytes of output and a 3,000-byte suffix: the output is not called too large;
+    the suffix shows its ends and is saved whole as a spill of its own (or said not
+    saved), from a str, a stream and a file alike."""
+    suffix = "S" * 3000 + "\ud800END"
+    with enforcing_all():
+        run_text(SMALL, "x" * 100, store, suffix=suffix)
+        run_stream(SMALL, [b"x" * 100], store, suffix=suffix)
+        run_file(SMALL, b"x" * 100, store, suffix=suffix)
