@@ -60,6 +60,12 @@ DECODER = json.JSONDecoder(parse_constant=jq_constant)
 them (:func:`jq_constant`)."""
 
 
+def _glued(last: str, first: str) -> bool:
+    """Whether two values with nothing between them are one token to jq: a number or
+    a literal (``true``) ending where another begins (``00``, ``1-1``, ``truefalse``)."""
+    return last not in '"]}' and first not in '"[{'
+
+
 def _skip(text: str, pos: int) -> int:
     return _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]
 
@@ -74,6 +80,8 @@ def stream(text: str, pos: int) -> tuple[list[tuple[int, int, int]], list[Any]] 
     while pos < len(text):
         if text[pos] not in START_CHARS:
             return None
+        if roots and pos == roots[-1][2] and _glued(text[pos - 1], text[pos]):
+            return None  # jq reads "00" or "1-1" as one token, not two values
         try:
             value, end = DECODER.raw_decode(text, pos)
         except (ValueError, RecursionError):

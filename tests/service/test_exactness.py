@@ -466,7 +466,7 @@ def test_a_result_with_blobs_and_a_suffix_keeps_every_promise(
         if notice.startswith("[blob "):
             spill = re.search(r"saved as spill (\S+);", notice).group(1)  # type: ignore[union-attr]
             assert store.read_bytes(spill, 0, store.stat(spill).total_bytes) in decoded
-    if suffix and out.spill.spill_id is not None:
+    if suffix and out.spill is not None and out.spill.spill_id is not None:
         assert store.stat(out.spill.spill_id).suffix == strict(suffix)
 
 
