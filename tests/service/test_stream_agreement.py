@@ -125,7 +125,17 @@ def test_a_stream_in_mixed_pieces_ends_as_the_whole_output(
     # A whole result that fits comes back as itself, lone surrogates kept; a stream's
     # pieces are bytes once taken, so its text is strict UTF-8 (each one U+FFFD).
     expected = encode(_text(whole)).decode("utf-8")
+    # Known difference: the shape of a JSON output the retention cap cut comes only from
+    # the whole text (a stream keeps only the saved ends, so it shapes or previews them).
+    partial_json = "cannot parse it; search it with" in expected
     for other, store in ((streamed, stream_store), (asyncio.run(run_async()), async_store)):
+        if partial_json:
+            assert other.spill is not None and whole.spill is not None
+            assert (other.spill.sha256, other.spill.stored_ranges) == (
+                whole.spill.sha256,
+                whole.spill.stored_ranges,
+            )
+            continue
         assert _text(other) == expected
         assert other.spill == whole.spill
         if whole.spill is not None and whole.spill.spill_id is not None:
