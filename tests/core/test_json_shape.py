@@ -97,7 +97,8 @@ def test_text_that_is_not_json_gets_no_shape(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["00", "1-1", "truefalse", "1true", "nullnull", "-0-0"])
 def test_values_glued_into_one_jq_token_are_no_stream(text: str) -> None:
-    """Two scalars with nothing between them are one (bad) token to jq, so no shape."""
+    """Two scalars with nothing between them are one token to jq (an error, or ``00``
+    read as 0), never two values: no stream shape."""
     assert json_shape([text], 2048) is None
 
 
