@@ -1,10 +1,16 @@
 """Benchmark: a 100 MB tool result through the whole TruncationService vs the floor.
 
-Run:  .venv/bin/python -m benchmarks.bench_service [--quick] [--lines]
+Run:  .venv/bin/python -m benchmarks.bench_service [--quick] [--lines | --file]
 
 ``--lines`` times only a stream written line by line (``acc.write(line)`` for each of
 125,000 50-byte lines, 6.25 MB) against the same bytes written as one chunk and the floor:
 what a host that forwards a pipe line by line pays per line.
+
+``--file`` times a tool's own log handed over as ``full_output_path`` (adopted by the
+store), of short lines and of long lines (10 lines of 10 MB: their cut alone fits, so
+the saved spill is read back through the line shaper for append mode), each with line
+shaping on (the default) and off (``max_line_bytes=None``: no read-back), against the
+floor of reading and hashing the file; wall and CPU (user+sys) medians.
 
 The floor (design.md §10) is what any spill must do at least: encode the text to UTF-8,
 hash it with sha256, and write it to a new file, in sequence. The service does that plus
@@ -17,11 +23,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 
 from benchmarks._timing import fmt, machine, side_by_side
-from spillstore import LocalStore, Settings, TruncationService
+from spillstore import LocalStore, Settings, ToolResult, TruncationService
 
 
 def floor(text: str, directory: str, counter: list[int], *, durable: bool = False) -> None:
@@ -106,10 +115,83 @@ def compare_lines(root: str) -> None:
     )
 
 
+def compare_file(size: int, root: str) -> None:
+    """A file handed over as ``full_output_path``: shaping's read-back vs none, vs the floor."""
+    counter = [0]
+    files = {
+        "short lines": "".join(f"{n:08d} INFO request served in 12ms\n" for n in range(size // 40)),
+        "long lines": "".join(f"{n:03d} " + "x" * (size // 10 - 5) + "\n" for n in range(10)),
+    }
+    for label, text in files.items():
+        path = os.path.join(root, f"{label.replace(' ', '-')}.log")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        del text
+        services = {
+            name: TruncationService(
+                LocalStore(os.path.join(root, f"store-{name}")),
+                Settings(retention_bytes=None, max_line_bytes=cap),
+            )
+            for name, cap in (("shaping on", 2000), ("shaping off", None))
+        }
+
+        def read_and_hash(path: str = path) -> None:
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                while chunk := f.read(1024**2):
+                    digest.update(chunk)
+
+        def adopt(service: TruncationService, path: str = path) -> None:
+            counter[0] += 1
+            result = service.truncate_for_model(
+                ToolResult(content=(), full_output_path=path),
+                tool_name="bash",
+                tool_call_id=f"c{counter[0]}",
+            )
+            assert result.spill is not None and result.spill.spill_id is not None
+            service.store.delete(result.spill.spill_id)
+
+        fns = {"floor": read_and_hash} | {
+            name: (lambda service=service: adopt(service)) for name, service in services.items()
+        }
+        wall, cpu = _wall_and_cpu(fns, rounds=7)
+        print(f"\nfull_output_path, {label}, {os.path.getsize(path):,} bytes")
+        for name in fns:
+            print(
+                f"  {name:<12} wall {fmt(wall[name]):>10} ({wall[name] / wall['floor']:.2f}x floor)"
+                f"   cpu {fmt(cpu[name]):>10}"
+            )
+        os.unlink(path)
+
+
+def _wall_and_cpu(
+    fns: dict[str, Callable[[], object]], *, rounds: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall and CPU (user+sys, all threads) seconds per call, interleaved."""
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    return (
+        {name: statistics.median(v) for name, v in wall.items()},
+        {name: statistics.median(v) for name, v in cpu.items()},
+    )
+
+
 def main() -> None:
     size = 10_000_000 if "--quick" in sys.argv else 100_000_000
     print(f"machine: {machine()}")
     root = tempfile.mkdtemp(prefix="spillstore-bench-")
+    if "--file" in sys.argv:
+        try:
+            compare_file(size, root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return
     if "--lines" in sys.argv:
         try:
             compare_lines(root)

@@ -12,9 +12,12 @@ Sizes are UTF-8 bytes, given as whole numbers or human sizes (``"50KB"`` is 50,0
 turned off take ``"off"`` (or ``None``); ``0`` never means "off".
 
 Environment variables are matched case-insensitively (pydantic-settings' default), so
-``spillstore_max_bytes`` works too. Unknown ``SPILLSTORE_*`` variables are ignored:
-pydantic-settings only looks up the variables of known fields, even with
-``extra="forbid"``. Unknown keyword arguments and mapping keys are rejected.
+``spillstore_max_bytes`` works too. Unknown keyword arguments and mapping keys are
+rejected, and so is an unknown ``SPILLSTORE_*`` variable (pydantic-settings alone would
+ignore it, as it looks up only the variables of known fields): a typo such as
+``SPILLSTORE_MAX_BYTE`` is an error with a suggestion, never a silent default. The
+variables spillstore reads that are not settings are listed once, in
+:data:`OTHER_ENV_VARS` and :data:`OTHER_ENV_PREFIXES`.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ __all__ = [
     "MIN_BUDGET_BYTES",
     "MIN_MAX_LINE_BYTES",
     "MIN_RETENTION_BYTES",
+    "OTHER_ENV_PREFIXES",
+    "OTHER_ENV_VARS",
     "POINTER_RESERVE_BYTES",
     "Settings",
     "env_var_name",
@@ -80,6 +85,20 @@ _ENV_PREFIX: Final = "SPILLSTORE_"
 _STORED_FIELDS: Final = ("retention_bytes", "retained_tail_bytes")
 _OFF_FIELDS: Final = ("max_line_bytes", "retention_bytes")
 _SIZE_FIELDS: Final = ("max_bytes", "head_bytes", "tail_bytes", "retained_tail_bytes", *_OFF_FIELDS)
+
+OTHER_ENV_VARS: Final[Mapping[str, str]] = {
+    "SPILLSTORE_MAX_TURNS": "the turn cap of spillstore.loop (run_loop, the framework guards)",
+    "SPILLSTORE_ORACLE_EXAMPLES": "test suite: examples of the reference-model oracle",
+    "SPILLSTORE_DIFF_EXAMPLES": "test suite: examples of the differential tests",
+    "SPILLSTORE_DIFF_JSON_ITEMS": "test suite: JSON items of the differential query test",
+    "SPILLSTORE_JQ_EXAMPLES": "test suite: examples of the jq differential test",
+}
+"""``SPILLSTORE_*`` variables that are not settings but are read by spillstore or its test
+suite: :class:`Settings` accepts them in the environment. Add a new one here."""
+
+OTHER_ENV_PREFIXES: Final = ("SPILLSTORE_HEADER_",)
+"""Prefixes of ``SPILLSTORE_*`` variables that are not settings: ``SPILLSTORE_HEADER_<NAME>``
+holds a remote MCP server's header for ``mcp proxy --header-env`` (``install`` writes them)."""
 
 _SESSION_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)
 
@@ -168,6 +187,36 @@ def _fitted_previews(data: Mapping[str, Any]) -> dict[str, int]:
     if len(unset) == 1 and 0 < room < defaults[unset[0]]:
         return {unset[0]: room}
     return {}
+
+
+def _check_environment(environ: Mapping[str, str], fields: Mapping[str, object]) -> None:
+    """Refuse a ``SPILLSTORE_*`` variable that is neither a setting nor a known other name.
+
+    Names match case-insensitively, as pydantic-settings matches the settings' own.
+
+    Raises:
+        ConfigError: naming the variable (``env_var``) and the closest known name.
+    """
+    settings = {env_var_name(field) for field in fields}
+    unknown = sorted(
+        name
+        for name in environ
+        if name.upper().startswith(_ENV_PREFIX)
+        and name.upper() not in settings
+        and name.upper() not in OTHER_ENV_VARS
+        and not name.upper().startswith(OTHER_ENV_PREFIXES)
+    )
+    if not unknown:
+        return
+    known = sorted(settings | set(OTHER_ENV_VARS))
+    close = difflib.get_close_matches(unknown[0].upper(), known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    others = f"; also unknown: {', '.join(map(shown, unknown[1:]))}" if unknown[1:] else ""
+    raise ConfigError(
+        f"unknown environment variable {shown(unknown[0])}{hint}{others}: not a setting"
+        f" (the settings: {', '.join(sorted(settings))}); unset it or fix its name",
+        env_var=unknown[0],
+    )
 
 
 def _check(condition: bool, field: str, message: str) -> None:
@@ -264,6 +313,7 @@ class Settings(BaseSettings):
                 + (f"; also unknown: {', '.join(map(repr, unknown[1:]))}" if unknown[1:] else ""),
                 field=unknown[0],
             )
+        _check_environment(os.environ, fields)
         with _config_errors():
             super().__init__(**values)
 

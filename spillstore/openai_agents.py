@@ -54,6 +54,7 @@ from spillstore._service.adapters import SpillFunction, spill_functions
 from spillstore._service.capper import Capper
 from spillstore._service.flow import Flow, adrive
 from spillstore._service.service import TruncationService
+from spillstore._tools.args import SPECS
 from spillstore._tools.spill_tools import SpillTools
 
 __all__ = ["spill_tools", "wrap_tool", "wrap_tools"]
@@ -94,6 +95,7 @@ def wrap_tool(
     """
     if not isinstance(tool, FunctionTool):
         raise ConfigError(f"wrap_tool needs an agents FunctionTool; got {type(tool).__name__}")
+    _refuse_shadowing(tool, _spill_names(service))
     capper = Capper(service, max_bytes=max_bytes, exempt=exempt)
     wrapped = copy.copy(tool)
     inner: Invoker = wrapped.on_invoke_tool
@@ -132,7 +134,9 @@ def wrap_tools(
     shared = service if service is not None else TruncationService()
     budgets = dict(budgets or {})
     out: list[Tool] = []
+    names = _spill_names(shared)
     for tool in tools:
+        _refuse_shadowing(tool, names)
         if isinstance(tool, FunctionTool) and not getattr(tool, _SPILL_TOOL, False):
             out.append(
                 wrap_tool(
@@ -148,6 +152,35 @@ def wrap_tools(
 
 
 _SPILL_TOOL: Final = "_spillstore_spill_tool"
+
+
+def _spill_names(service: TruncationService | None) -> frozenset[str]:
+    """The names the pointers of ``service`` tell the model to call (``None``: the
+    default service's, which are the tools' default names)."""
+    if service is None:
+        return frozenset(spec.default_name for spec in SPECS)
+    return frozenset(service.spill_tools().specs)
+
+
+def _refuse_shadowing(tool: Tool, names: frozenset[str]) -> None:
+    """Refuse a host tool named like a spill tool (one of ``names``).
+
+    The SDK does not check tool names: with two tools of one name, the model's call
+    goes to whichever the SDK finds first, so a host's ``read_spill`` would silently
+    take every call the pointers ask for. spillstore sees the host's tools here, where
+    they are wrapped, so it refuses then, not in the middle of a run.
+
+    Raises:
+        ConfigError: naming the tool and what to do.
+    """
+    name = getattr(tool, "name", None)
+    if name in names and not getattr(tool, _SPILL_TOOL, False):
+        raise ConfigError(
+            f"the agent has its own tool named {name!r}, the name of a spill tool that the"
+            " pointers tell the model to call (the SDK would send those calls to either):"
+            " rename that tool, or give spillstore's another name"
+            " (TruncationService(..., read_tool=...), and spill_tools(service) follows)"
+        )
 
 
 def spill_tools(

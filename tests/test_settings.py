@@ -199,13 +199,6 @@ def test_environment_names_match_case_insensitively(monkeypatch: pytest.MonkeyPa
     assert Settings().max_bytes == 60_000
 
 
-def test_unknown_environment_variable_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An unknown SPILLSTORE_* variable is ignored: pydantic-settings never looks it up."""
-    monkeypatch.setenv("SPILLSTORE_MAX_BYTS", "1")
-
-    assert Settings() == Settings(max_bytes=50_000)
-
-
 def test_dotenv_file_is_not_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A .env file in the working directory is not a settings source."""
     (tmp_path / ".env").write_text("SPILLSTORE_MAX_BYTES=60000\n", encoding="utf-8")

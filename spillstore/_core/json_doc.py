@@ -35,6 +35,13 @@ from typing import Any, Literal
 
 import orjson
 
+from spillstore._core.json_input import (
+    DECODER,
+    JSON_START_BYTES,
+    START_CHARS,
+    bom_size,
+    stream,
+)
 from spillstore._core.json_spans import compact_spans
 
 __all__ = [
@@ -52,10 +59,6 @@ __all__ = [
 JsonKind = Literal["json", "ndjson"]
 """One JSON value (``json``), or one value per non-blank line (``ndjson``)."""
 
-JSON_START_BYTES = frozenset(b'{["-0123456789tfn')
-"""The bytes a JSON value can start with (after whitespace)."""
-
-_START_CHARS = frozenset(map(chr, JSON_START_BYTES))
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _BYTE_WHITESPACE = re.compile(rb"[ \t\n\r]*")
 _BYTE_CHECKPOINT = 1 << 16
@@ -68,14 +71,7 @@ member parsed whole by the C scanner), so a value parsed in one call shares its
 object keys (``{"items": [...]}``: the items' keys are one set of strings)."""
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-"""A strict decoder: ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON."""
-
-_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = DECODER.scan_once  # type: ignore[attr-defined]
 _WHITESPACE_CHARS = frozenset(" \t\n\r")
 _WHITESPACE_BYTES = frozenset(b" \t\n\r")
 
@@ -111,6 +107,7 @@ def looks_like_json(text: str | bytes) -> bool:
 
     Only the first byte that is not JSON whitespace is looked at.
     """
+    text = text[bom_size(text) :]
     if isinstance(text, str):
         stripped = text.lstrip(" \t\n\r")[:1].encode("utf-8", "replace")
     else:
@@ -137,6 +134,8 @@ class JsonDoc:
             text for JSON Lines.
         skipped_lines: JSON Lines only: non-blank lines that hold no JSON object or
             array (text around JSON lines); 0 for strict JSON Lines.
+        stream: ``ndjson`` values that are not one per line but one after another
+            (``{}{}``, pretty-printed values in a row), as jq reads its input.
         values: the parsed value of each root, in order.
         strict: the values were parsed by orjson, which refuses what jq refuses and
             Python reads (a lone surrogate escape).
@@ -149,6 +148,7 @@ class JsonDoc:
     kind: JsonKind
     roots: list[tuple[int, int, int]]
     skipped_lines: int = 0
+    stream: bool = False
     values: list[Any] = field(default_factory=list)
     strict: bool = False
     _text: str | None = None
@@ -210,7 +210,9 @@ class JsonDoc:
                 return self._locate_canonical(path)
             if self.chunks is not None:
                 return self.chunks.locate(root, path)  # type: ignore[no-any-return]
-            # Whitespace around the value is ASCII: as many characters as bytes.
+            # Whitespace around the value is ASCII: as many characters as bytes; a byte
+            # order mark before it is 3 bytes and 1 character.
+            start -= 2 if bom_size(self.data) else 0
             end = len(self.text) - (len(self.data) - end)
         for step in path:
             opener = self.text[start]
@@ -235,7 +237,7 @@ class JsonDoc:
         """
         if not self._canonical_known:
             self._canonical_known = True
-            at = _BYTE_WHITESPACE.match(self.data).end()  # type: ignore[union-attr]
+            at = _BYTE_WHITESPACE.match(self.data, bom_size(self.data)).end()  # type: ignore[union-attr]
             try:
                 written = orjson.dumps(self.values[0])
             except (orjson.JSONEncodeError, TypeError):  # a lone surrogate, a big integer
@@ -367,13 +369,14 @@ def exact_numbers(data: bytes) -> bool:
 def _fast_parse(data: bytes) -> JsonDoc | None:
     """``data`` as one JSON value parsed by orjson, or None (not one JSON value for
     orjson, or a long integer: the standard decoder then decides)."""
+    bom = bom_size(data)
     try:
-        value = orjson.loads(data)
+        value = orjson.loads(memoryview(data)[bom:] if bom else data)
     except orjson.JSONDecodeError:
         return None
     if not exact_numbers(data):
         return None
-    at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
+    at = _BYTE_WHITESPACE.match(data, bom).end()  # type: ignore[union-attr]
     end = len(data)
     while end > at and data[end - 1] in _WHITESPACE_BYTES:
         end -= 1
@@ -392,7 +395,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
     decoder's of the text (indexing the root's members, or each line); a line whose
     first significant character cannot start JSON is skipped unparsed.
     """
-    at = _BYTE_WHITESPACE.match(data).end()  # type: ignore[union-attr]
+    at = _BYTE_WHITESPACE.match(data, bom_size(data)).end()  # type: ignore[union-attr]
     if at == len(data):
         return NotJson("it is empty")
     if data[at] in JSON_START_BYTES and len(data) <= ORJSON_BYTES:
@@ -403,7 +406,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return NotJson(f"it is not valid UTF-8 (byte {exc.start})")
-    start = _skip(text, 0)
+    start = _skip(text, bom_size(text))
     if data[at] in JSON_START_BYTES:
         doc = JsonDoc(data, "json", [], _text=text)
         try:
@@ -411,7 +414,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         except (ValueError, IndexError, RecursionError):
             end = -1
         if end >= 0 and _skip(text, end) == len(text):
-            doc.roots.append((1, start, len(data) - (len(text) - end)))
+            doc.roots.append((1, at, len(data) - (len(text) - end)))
             doc.values.append(value)
             return doc
         del doc
@@ -424,7 +427,7 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
         line_end = text.find("\n", line_start)
         if line_end < 0:
             line_end = len(text)
-        pos = _skip(text, line_start)
+        pos = _skip(text, line_start or bom_size(text))
         if pos < line_end:
             failure = _line_failure(text, pos, line_end)
             if isinstance(failure, tuple):
@@ -435,6 +438,9 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
                 skipped += 1
         line, line_start = line + 1, line_end + 1
     if skipped:
+        found = stream(text, start)
+        if found is not None:  # values one after another ({}{}, or each over lines)
+            return JsonDoc(data, "ndjson", found[0], values=found[1], stream=True, _text=text)
         # Text with JSON lines in it (a log, or a result whose structured content was
         # appended as its last line): the lines holding an object or an array are queried.
         kept = [at for at, root in enumerate(roots) if text[root[1]] in "{["]
@@ -447,10 +453,10 @@ def parse_doc(data: bytes) -> JsonDoc | NotJson:
 
 def _line_failure(text: str, pos: int, line_end: int) -> tuple[Any, int] | str:
     """The one JSON value on the line at ``pos`` and its end, or why there is none."""
-    if text[pos] not in _START_CHARS:
+    if text[pos] not in START_CHARS:
         return f"starts with {text[pos]!r}"
     try:
-        value, end = _DECODER.raw_decode(text, pos)
+        value, end = DECODER.raw_decode(text, pos)
     except ValueError as exc:
         return f"is not JSON: {_where(text, exc, pos)}"
     if end > line_end or _skip(text, end) < line_end:

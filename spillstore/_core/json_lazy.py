@@ -28,7 +28,14 @@ from typing import Any
 
 import orjson
 
-from spillstore._core.json_doc import JsonDoc, NotJson, exact_numbers, parse_doc, scan_value
+from spillstore._core.json_doc import (
+    JsonDoc,
+    NotJson,
+    exact_numbers,
+    parse_doc,
+    scan_value,
+)
+from spillstore._core.json_input import bom_size
 
 __all__ = ["CHUNK_BYTES", "Chunk", "Keep", "LazyDoc", "lazy_doc", "parse_chunked"]
 
@@ -219,6 +226,8 @@ def lazy_doc(
     """``data`` as a :class:`LazyDoc`, or None when it is not of a shape kept lazily
     (or not JSON: the caller parses it whole and says why). With ``collect``, each
     chunk's items are handed to it, in order, as the chunk is parsed."""
+    if bom_size(data):  # kept whole: the standard decoder reads past the mark
+        return None
     at = _skip(data, 0)
     end = len(data)
     while end > at and data[end - 1] in _WHITESPACE:

@@ -27,7 +27,11 @@ from typing import Any
 
 from spillstore._core.collector import gc_paused
 from spillstore._core.json_columns import MAX_DEPTH, MAX_KEYS, Arrays, Column, Objects
-from spillstore._core.json_doc import NotJson, looks_like_json
+from spillstore._core.json_doc import (
+    NotJson,
+    looks_like_json,
+)
+from spillstore._core.json_input import bom_size, jq_constant, stream_values
 from spillstore._core.json_lazy import CHUNK_BYTES, lazy_doc
 from spillstore._core.utf8 import head, utf8_size
 
@@ -60,10 +64,6 @@ back as a float, so its example in the shape is a float too."""
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _JQ_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _reject(name: str) -> Any:
-    raise ValueError(name)
 
 
 def shape_of_values(values: Sequence[Any], depth: int = 0) -> str:
@@ -147,7 +147,7 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
     """
     if not texts or not looks_like_json(texts[-1][:64]):
         return None
-    text = texts[-1]
+    text = texts[-1][bom_size(texts[-1]) :]  # jq skips a byte order mark; so does the shape
     title = "JSON" if len(texts) == 1 else "Its last part (structured content): JSON"
     if len(text) >= CHUNKED_CHARS and _one_container(text):
         chunked = _chunked(text, title)
@@ -162,7 +162,7 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
         else:
             lines = _lines([whole], title)
             return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(whole))
-    decoder = json.JSONDecoder(parse_constant=_reject)
+    decoder = json.JSONDecoder(parse_constant=jq_constant)
     start = _WHITESPACE.match(text).end()  # type: ignore[union-attr]
     try:
         value, end = decoder.raw_decode(text, start)
@@ -172,12 +172,20 @@ def json_shape(texts: Sequence[str], budget: int) -> JsonShape | None:
     if after == len(text):
         lines = _lines([value], title)
         return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(value))
-    if len(texts) > 1 or "\n" in text[start:end] or text[end:after].count("\n") == 0:
-        return None  # the first line holds more than one value: not JSON Lines
-    values = _json_lines(decoder, text)
+    if len(texts) > 1:
+        return None
+    if "\n" in text[start:end] or text[end:after].count("\n") == 0:
+        # Not JSON Lines; values one after another are a stream to jq, so to the query.
+        values = stream_values(text, start)
+        if values is None:
+            return None
+        title = "JSON values one after another"
+    else:
+        values = _json_lines(decoder, text)
+        title = "JSON Lines"
     if values is None or len(values) < 2:
         return None
-    lines = [f"JSON Lines, {len(values)} values, each: {shape_of_values(values)}"]
+    lines = [f"{title}, {len(values)} values, each: {shape_of_values(values)}"]
     return JsonShape(tuple(_fit(_clean(lines), budget)), _example_expression(values[0]))
 
 

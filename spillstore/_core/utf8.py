@@ -192,7 +192,7 @@ def head(value: _T, max_bytes: int) -> _T:
     if prefix.isascii():
         return prefix
     data = encode(prefix)
-    return data[: head_cut(data, max_bytes)].decode("utf-8")
+    return _same_if_equal(value, data[: head_cut(data, max_bytes)].decode("utf-8"))
 
 
 def tail(value: _T, max_bytes: int) -> _T:
@@ -208,4 +208,9 @@ def tail(value: _T, max_bytes: int) -> _T:
     if suffix.isascii():
         return suffix
     data = encode(suffix)
-    return data[tail_cut(data, max_bytes) :].decode("utf-8")
+    return _same_if_equal(value, data[tail_cut(data, max_bytes) :].decode("utf-8"))
+
+
+def _same_if_equal(value: str, cut: str) -> str:
+    """``value`` itself when nothing was cut or replaced (no copy reaches the caller)."""
+    return value if len(cut) == len(value) and cut == value else cut

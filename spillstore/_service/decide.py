@@ -2,17 +2,17 @@
 
 :func:`result_flow` is the generator both twins of ``truncate_for_model`` drive (see
 :mod:`spillstore._service.flow`): it makes every decision of design.md §2 and yields
-each store call as a request. Steps 1-3 (pass through, or measure and plan) are pure
+each store call as a request. Steps 1-3 (pass through, keep the text of a result over
+the budget only by its blobs or its suffix, or measure and plan) are pure
 (:func:`prepare`); the output is persisted next; :func:`~spillstore._service.render.render`
-turns the plan and the store's answer into the pointer.
+turns the plan and the store's answer into the pointer. An output handed over as a file
+is adopted by the store, and read back to shape its long lines (:func:`stored_shaped`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import stat
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
@@ -21,9 +21,9 @@ from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.json_doc import looks_like_json
 from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
-from spillstore._core.shape import shape_lines
+from spillstore._core.shape import LineShaper, Shaped, shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
-from spillstore._errors import ConfigError, StoreError
+from spillstore._service.files import read_ends, read_if_small
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -35,17 +35,18 @@ from spillstore._service.flow import (
     call,
     step_from_ends,
 )
+from spillstore._service.inputs import check_result
 from spillstore._service.render import render
 from spillstore._service.sides import (
     blob_cost,
     blob_room,
     is_blob,
+    keep_text_flow,
     spill_blobs,
     strict,
     suffix_flow,
     suffix_view,
 )
-from spillstore._stores.tally import Tally
 
 if TYPE_CHECKING:
     from spillstore._settings import Settings
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPEND_RESERVE_BYTES",
     "SpillArgs",
+    "TextKept",
     "bounded_suffix",
     "prepare",
     "result_flow",
@@ -62,8 +64,12 @@ __all__ = [
 
 log = logging.getLogger("spillstore")
 
-_READ_CHUNK = 1024**2
-"""Bytes read at a time when a file is previewed without the store."""
+_FIRST_SHAPE_READ = 64 * 1024
+"""Bytes of a saved output read first to shape it: enough to prove that an output of
+short lines cannot fit once shaped."""
+
+_SHAPE_READ = 1024**2
+"""Bytes read at a time after that (an output of few, long lines is read whole)."""
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
@@ -118,12 +124,16 @@ def result_flow(
         ConfigError: ``result`` is neither a ``str`` nor a ``ToolResult`` (a developer
             error: bytes go through the accumulator, which takes them).
     """
-    _check_result(result)
+    check_result(result)
     if isinstance(result, ToolResult) and result.full_output_path and not result.spill_exempt:
         return (yield from _file_flow(host, result, tool_name, tool_call_id))
     step = prepare(host, result, tool_name, tool_call_id)
     if isinstance(step, ToolResult):
         return step
+    if isinstance(step, TextKept):
+        return (
+            yield from keep_text_flow(host, step.result, spill_args(host, tool_name, tool_call_id))
+        )
     store = host.store
     args = spill_args(host, step.tool_name, step.tool_call_id)
     whole_suffix = strict(step.result.suffix or "")
@@ -142,52 +152,6 @@ def result_flow(
     others = yield from spill_blobs(host, step.others, args)
     suffix = yield from suffix_flow(host, whole_suffix, args)
     return render(host, dataclasses.replace(step, others=others, suffix=suffix), saved)
-
-
-def _check_result(result: object) -> None:
-    """A ConfigError naming what the flow cannot read (not a TypeError from deep inside);
-    a spill-exempt result passes untouched, whatever it holds."""
-    if not isinstance(result, ToolResult | str):
-        hint = (
-            " (bytes: stream them through service.accumulator())"
-            if isinstance(result, bytes | bytearray | memoryview)
-            else ""
-        )
-        raise ConfigError(
-            f"a tool result must be a str or a ToolResult; got {type(result).__name__}{hint}",
-            field="result",
-        )
-    if isinstance(result, str) or result.spill_exempt:
-        return
-    content: object = result.content
-    if isinstance(content, str | bytes) or not isinstance(content, Sequence):
-        raise ConfigError(
-            f"ToolResult.content must be a sequence of parts; got {type(content).__name__}",
-            field="content",
-        )
-    for part in content:
-        if not isinstance(part, TextPart | EmbeddedText | MediaPart | ResourceLink):
-            raise ConfigError(
-                f"ToolResult.content holds a {type(part).__name__}; parts are TextPart,"
-                " EmbeddedText, MediaPart or ResourceLink",
-                field="content",
-            )
-        if isinstance(part, MediaPart) and not isinstance(part.data, bytes | str):
-            raise ConfigError(f"MediaPart.data: got {type(part.data).__name__}", field="content")
-        if isinstance(part, TextPart | EmbeddedText) and not isinstance(part.text, str):
-            raise ConfigError(
-                f"{type(part).__name__}.text must be a str; got {type(part.text).__name__}",
-                field="content",
-            )
-    for field, value, kinds, wanted in (
-        ("suffix", result.suffix, str, "a str"),
-        ("full_output_path", result.full_output_path, str | os.PathLike, "a path"),
-    ):
-        if value is not None and not isinstance(value, kinds):
-            got = type(value).__name__
-            raise ConfigError(
-                f"ToolResult.{field} must be {wanted} or None; got {got}", field=field
-            )
 
 
 def _file_flow(
@@ -210,7 +174,7 @@ def _file_flow(
         others_size = (utf8_size(whole) + 1 if whole else 0) + sum(
             blob_cost(p) for p in others if isinstance(p, MediaPart) and is_blob(p, host)
         )
-        small = yield blocking(_read_if_small, path, host.settings.max_bytes, others_size)
+        small = yield blocking(read_if_small, path, host.settings.max_bytes, others_size)
         if small is not None:
             inline = _inline_file(result, small)
             return (yield from result_flow(host, inline, tool_name, tool_call_id))
@@ -237,11 +201,17 @@ def _file_flow(
         saved = exc
         try:  # the file is there: preview it, as a stream to a dead store is previewed
             head_raw, tail_raw, counted = yield blocking(
-                _read_ends, path, settings.head_bytes + SLACK, settings.tail_bytes + SLACK
+                read_ends, path, settings.head_bytes + SLACK, settings.tail_bytes + SLACK
             )
         except OSError:
             fallback = _without_file(result, path, exc)
             return (yield from result_flow(host, fallback, tool_name, tool_call_id))
+    shaped = None
+    if shape is None and not isinstance(saved, Exception):
+        budget = settings.max_bytes
+        room = budget - utf8_size(bounded_suffix(result.suffix or "", budget))
+        room -= APPEND_RESERVE_BYTES + blob_room(budget, sum(is_blob(p, host) for p in others))
+        shaped = yield from stored_shaped(host, saved, room)
     args = spill_args(host, tool_name, tool_call_id)
     others = yield from spill_blobs(host, others, args)
     suffix = yield from suffix_flow(host, result.suffix or "", args)
@@ -258,8 +228,32 @@ def _file_flow(
         tool_call_id=tool_call_id,
         json_shape=shape,
         ends_with_newline=ends_with_newline,
+        shaped=shaped,
     )
     return render(host, step, saved)
+
+
+def stored_shaped(host: Host, saved: SpillMeta, room: int) -> Flow[Shaped | None]:
+    """A saved output with its long lines cut, as :func:`prepare` shapes a text: read
+    back a piece at a time through a :class:`~spillstore._core.shape.LineShaper`, which
+    stops reading once the shaped text is over the budget (so an output of short lines
+    costs one small read). None when it does not fit ``room``, no line is cut, the
+    output is not valid UTF-8 or not saved whole, or a read fails."""
+    cap = host.settings.max_line_bytes
+    if cap is None or not saved.complete or saved.invalid_utf8:
+        return None
+    shaper = LineShaper(max_line_bytes=cap, budget=host.settings.max_bytes)
+    store = host.store
+    offset, size = 0, _FIRST_SHAPE_READ
+    while offset < saved.total_bytes and not shaper.over:
+        end = min(offset + size, saved.total_bytes)
+        try:
+            data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, offset, end)
+        except STORE_FAILURES:
+            return None
+        shaper.feed(data)
+        offset, size = end, _SHAPE_READ
+    return shaper.finish(room)
 
 
 def stored_shape(
@@ -304,10 +298,25 @@ def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Pa
     return bounded_suffix(result.suffix or "", host.settings.max_bytes), notes, others
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextKept:
+    """A result over the budget only by its blobs or its suffix: its text stays whole.
+
+    The blobs and a suffix over its cap are saved as spills of their own, each named by
+    a notice (:func:`~spillstore._service.sides.keep_text_flow`); no text spill is made,
+    so nothing claims the text was too large.
+    """
+
+    result: ToolResult
+
+
 def prepare(
     host: Host, result: ToolResult | str, tool_name: str, tool_call_id: str
-) -> ToolResult | Prepared:
-    """Steps 1-3: pass through, or measure and plan. No I/O."""
+) -> ToolResult | TextKept | Prepared:
+    """Steps 1-3: pass through, keep the text beside spilled blobs, or measure and plan.
+
+    No I/O.
+    """
     if isinstance(result, str):
         result = ToolResult(content=(TextPart(result),))
     if result.spill_exempt:
@@ -337,7 +346,9 @@ def prepare(
     ):
         return result if not suffix else _inline(result, suffix)
     suffix = bounded_suffix(suffix, budget)
-    texts = texts or [""]  # only blobs or a suffix over the budget: the text is empty
+    if _model_text_size(texts, suffix) + blob_room(budget, blobs) <= budget:
+        return TextKept(result)  # only the blobs or the suffix are over: the text stays
+    texts = texts or [""]  # text parts that are all empty
     shaped = None
     shape = None
     if chars <= JSON_SHAPE_MAX_CHARS:
@@ -420,51 +431,6 @@ def _ends_with_newline(texts: Sequence[str]) -> bool:
         if index:  # an empty part after another: the separator before it ends the output
             return PART_SEPARATOR.endswith("\n")
     return False
-
-
-def _read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
-    """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"{path} is not a regular file")
-        if info.st_size > budget:
-            return None
-        data = os.read(fd, min(budget, info.st_size) + 1)  # never a buffer past the file
-    finally:
-        os.close(fd)
-    if len(data) > budget:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:  # invalid bytes that outgrow the budget once decoded are
-        text = data.decode("utf-8", "replace")  # adopted raw, never saved decoded
-    return text if utf8_size(text) + others_size <= budget else None
-
-
-def _read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes, Measure]:
-    """A file's first and last bytes, its sha256, size and newlines, in one bounded pass.
-
-    Raises:
-        StoreError: the path is not a regular file (a device such as ``/dev/zero`` would
-            be read forever, a FIFO without a writer would block).
-    """
-    tally = Tally()
-    first = bytearray()
-    last = bytearray()
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StoreError(f"{path} is not a regular file")
-        while chunk := file.read(_READ_CHUNK):
-            tally.feed(chunk)
-            if len(first) < head_bytes:
-                first += chunk[: head_bytes - len(first)]
-            last += chunk[-tail_bytes:]
-            del last[:-tail_bytes]
-    measured = Measure(tally.sha256, tally.total_bytes, tally.newlines, tally.invalid_utf8)
-    return bytes(first), bytes(last), measured
 
 
 def _inline_file(result: ToolResult, text: str) -> ToolResult:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from spillstore._content import MediaPart, Part, TextPart
+from spillstore._content import EmbeddedText, MediaPart, Part, TextPart, ToolResult
 from spillstore._core.pointer import DEFAULT_BYTE_PAGE, printable
 from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import encode, head, tail, utf8_size
@@ -32,6 +33,7 @@ __all__ = [
     "blob_cost",
     "blob_room",
     "is_blob",
+    "keep_text_flow",
     "side_flow",
     "spill_blobs",
     "strict",
@@ -202,3 +204,26 @@ def suffix_flow(host: Host, suffix: str, args: Mapping[str, Any]) -> Flow[str]:
         return strict(suffix)
     saved = yield from side_flow(host, strict(suffix), args)
     return suffix_view(suffix, host.settings.max_bytes, host, saved)
+
+
+def keep_text_flow(host: Host, result: ToolResult, args: Mapping[str, Any]) -> Flow[ToolResult]:
+    """A result whose text fits beside its notices: the text stays, the rest is spilled.
+
+    Each blob becomes a spill of its own and a notice in its place, a suffix over its
+    cap becomes its view (:func:`suffix_view`), at the end; the text parts stay as they
+    are (made strict UTF-8). The caller checked that the text, the suffix's view and
+    the notices' room fit the budget together.
+    """
+    parts = [_strict_part(part) for part in result.content]
+    content = yield from spill_blobs(host, parts, args)
+    suffix = yield from suffix_flow(host, result.suffix or "", args)
+    if suffix:
+        content.append(TextPart(suffix))
+    return dataclasses.replace(result, content=tuple(content), suffix=None)
+
+
+def _strict_part(part: Part) -> Part:
+    """A text part as strict UTF-8 (the same part when it already is)."""
+    if isinstance(part, TextPart | EmbeddedText) and strict(part.text) != part.text:
+        return dataclasses.replace(part, text=strict(part.text))
+    return part

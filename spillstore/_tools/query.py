@@ -110,7 +110,9 @@ def _failure(tools: ToolsView, meta: SpillMeta, failed: QueryFailed) -> str:
 
 def _render(tools: ToolsView, meta: SpillMeta, args: QueryArgs, results: Results) -> str:
     names, spill = tools.names, meta.spill_id
-    kind = "JSON Lines" if results.kind == "ndjson" else "JSON"
+    kind = {"ndjson": "JSON Lines", "stream": "JSON values one after another"}.get(
+        results.kind, "JSON"
+    )
     if results.skipped_lines:
         kind += f"; {results.skipped_lines} lines holding no JSON object or array skipped"
     first = args.offset + 1

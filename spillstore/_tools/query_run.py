@@ -217,13 +217,14 @@ def _page(doc: JsonDoc | LazyDoc, ask: Ask, results: Results, parsing: Parsing) 
     found: list[Item] = []
     seen = total = 0
     paths = True
+    kind = "stream" if getattr(doc, "stream", False) else doc.kind  # how the header says it
     for root, (line, _, _) in enumerate(doc.roots):
         for value, path in results(root):
             seen += 1
             if seen <= ask.skip:
                 continue
             if len(found) >= ask.limit or total >= ask.max_total_bytes:
-                return ("results", found, True, doc.kind, paths, doc.skipped_lines)
+                return ("results", found, True, kind, paths, doc.skipped_lines)
             line_of = line if doc.kind == "ndjson" else None
             if path is None:
                 paths = False
@@ -232,7 +233,7 @@ def _page(doc: JsonDoc | LazyDoc, ask: Ask, results: Results, parsing: Parsing) 
                 with parsing(doc.total_bytes):
                     found.append(_found(value, doc.locate(root, path), line_of, ask))
             total += utf8_size(found[-1][0]) + _LABEL_BYTES
-    return ("results", found, False, doc.kind, paths, doc.skipped_lines)
+    return ("results", found, False, kind, paths, doc.skipped_lines)
 
 
 def _found(value: Any, byte_range: tuple[int, int] | None, line: int | None, ask: Ask) -> Item:

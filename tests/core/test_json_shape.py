@@ -6,6 +6,8 @@ import gc
 import json
 from unittest.mock import patch
 
+import jq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,14 +78,38 @@ def test_any_shape_fits_its_budget_and_is_deterministic(document: str, budget: i
 
 @given(text=hostile_text)
 def test_text_that_is_not_json_gets_no_shape(text: str) -> None:
-    """Hostile text never crashes detection; text that does not parse gets no shape."""
+    """Hostile text never crashes detection; text that neither parses nor is read by jq
+    (the jq binding: values one after another are a stream to it) gets no shape."""
     try:
         json.loads(text)
         parses = True
     except ValueError:
         parses = False
-    if not parses and len([line for line in text.split("\n") if line.strip()]) < 2:
+    try:
+        jq_reads = bool(jq.compile(".").input_text(text).all())
+    except ValueError:
+        jq_reads = False
+    except UnicodeEncodeError:  # a lone surrogate: jq never sees such text as it is
+        jq_reads = True
+    if not parses and not jq_reads and len([ln for ln in text.split("\n") if ln.strip()]) < 2:
         assert json_shape([text], 2048) is None
+
+
+@pytest.mark.parametrize("text", ["00", "1-1", "truefalse", "1true", "nullnull", "-0-0"])
+def test_values_glued_into_one_jq_token_are_no_stream(text: str) -> None:
+    """Two scalars with nothing between them are one token to jq (an error, or ``00``
+    read as 0), never two values: no stream shape."""
+    assert json_shape([text], 2048) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "count"), [("1 2", 2), ("[1]2", 2), ('"a""b"', 2), ("{}1[2]", 3), ("[]null", 2)]
+)
+def test_values_one_after_another_are_a_stream_as_jq_reads_them(text: str, count: int) -> None:
+    """What jq reads as several values gets the stream shape with their count."""
+    shape = json_shape([text], 2048)
+    assert shape is not None
+    assert shape.lines[0].startswith(f"JSON values one after another, {count} values")
 
 
 def test_detection_looks_only_at_the_first_significant_byte() -> None:

@@ -14,7 +14,7 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel
 from agents.tool import ToolOutputImage, ToolOutputText
 from agents.tool_context import ToolContext
 
-from spillstore import MemoryStore, SpillTools, TruncationService
+from spillstore import ConfigError, MemoryStore, SpillTools, TruncationService
 from spillstore.openai_agents import spill_tools, wrap_tool, wrap_tools
 from spillstore.text import utf8_size
 
@@ -210,6 +210,31 @@ def test_spill_tools_have_schemas_and_answer_errors_as_text(memory_store: Memory
     ctx = ToolContext(context=None, tool_name="read_spill", tool_call_id="c1", tool_arguments="{}")
     answer = asyncio.run(invoke(ctx, json.dumps({"spill": "nope-00000000000000000000"})))
     assert "list_spills" in answer
+
+
+@function_tool(name_override="read_spill")
+def host_read_spill(path: str) -> str:
+    """The host's own file reader, unluckily named like a spill tool."""
+    return path
+
+
+def test_a_host_tool_named_like_a_spill_tool_is_refused_where_it_is_wrapped(
+    memory_service: TruncationService,
+) -> None:
+    """The SDK would send the pointers' read_spill calls to either tool: wrap_tools and
+    wrap_tool refuse the host's, naming it; spillstore's own spill tools still pass, and
+    renaming spillstore's tool makes room for the host's."""
+    with pytest.raises(ConfigError, match="own tool named 'read_spill'"):
+        wrap_tools([fetch_logs, host_read_spill], service=memory_service)
+    with pytest.raises(ConfigError, match="own tool named 'read_spill'"):
+        wrap_tool(host_read_spill, service=memory_service)
+    with pytest.raises(ConfigError, match="own tool named 'read_spill'"):
+        wrap_tool(host_read_spill)  # the default service's names
+    ours = spill_tools(memory_service)
+    assert wrap_tools([fetch_logs, *ours], service=memory_service)[1:] == ours
+    renamed = TruncationService(memory_service.store, read_tool="spill_read")
+    wrapped = wrap_tools([host_read_spill, *spill_tools(renamed)], service=renamed)
+    assert [t.name for t in wrapped][:2] == ["read_spill", "spill_read"]
 
 
 def test_missing_sdk_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,12 +8,29 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from collections.abc import Sequence
 
-from spillstore import EmbeddedText, MediaPart, Part, ResourceLink, Settings, TextPart, ToolResult
-from tests.oracle.facts import check_spilled, check_strict_utf8, text_size
-from tests.oracle.harness import finish, output_file, service_for, stream, truncate
-from tests.oracle.model import Truth, model_encode, shown
+from spillstore import (
+    EmbeddedText,
+    MediaPart,
+    Part,
+    ResourceLink,
+    Settings,
+    TextPart,
+    ToolResult,
+    TruncationService,
+)
+from tests.oracle.facts import (
+    BLOB_NOTICE,
+    CLOSING,
+    check_blob_notices,
+    check_spilled,
+    check_strict_utf8,
+    text_size,
+)
+from tests.oracle.harness import FailingStore, finish, output_file, service_for, stream, truncate
+from tests.oracle.model import Truth, clean, model_encode, shown
 from tests.oracle.strategies import NEEDLE, StoreChoice
 
 
@@ -44,10 +61,8 @@ def run_text(
     if truth.total > config.max_bytes:
         assert result.spill is not None, "an output over the budget was not cut"
     if result.spill is None:
-        assert truth.total + _suffix_size(suffix) <= config.max_bytes, "not cut, over budget"
-        if suffix:  # the tool's own parts pass as they are (a lone surrogate too)
-            assert text_size(result) <= config.max_bytes
-        else:
+        _check_not_cut(service, result, truth, suffix)
+        if not suffix:
             assert result is original, "a result that fits must come back as the same object"
         return
     case = finish(
@@ -61,6 +76,32 @@ def run_text(
         byte_page=byte_page,
     )
     check_spilled(case)
+
+
+SUFFIX_SPILL = re.compile(r"the whole suffix is saved as spill (\S+):")
+
+
+def _check_not_cut(
+    service: TruncationService, result: ToolResult, truth: Truth, suffix: str | None
+) -> None:
+    """A result whose text was not cut: the text fits, the model text is within the
+    budget, and a suffix too long to show with it is shown by its ends and saved whole
+    as a spill of its own (or said not saved, on a dead store)."""
+    budget = service.settings.max_bytes
+    assert truth.total <= budget, "an output over the budget was not cut"
+    assert text_size(result) <= budget, "model text over budget"
+    if not suffix or truth.total + _suffix_size(suffix) <= budget:
+        return
+    check_strict_utf8(result)
+    view = result.content[-1].text  # type: ignore[union-attr]
+    found = SUFFIX_SPILL.search(view)
+    if found is None:
+        assert "the whole suffix could not be saved" in view, view[-300:]
+        assert isinstance(service.store, FailingStore) and service.store.failed
+        return
+    meta = service.store.stat(found[1])
+    saved = service.store.read_bytes(found[1], 0, meta.total_bytes)
+    assert saved == model_encode(suffix), "the suffix spill does not hold the whole suffix"
 
 
 def run_stream(
@@ -129,9 +170,12 @@ def run_parts(
     blobs = [p for p in parts if isinstance(p, MediaPart) and p.kind == "blob"]
     if result.spill is None:
         assert truth.total <= config.max_bytes, "an output over the budget was not cut"
-        if suffix:
+        if suffix or result is not original:
             assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
-        else:
+        attached = [p for p in result.content if any(p is blob for blob in blobs)]
+        if blobs and len(attached) < len(blobs):  # over by its blobs: they were saved
+            _check_text_kept(service, result, parts, blobs)
+        elif not suffix:
             assert result is original, "a result that fits (blobs included) must be unchanged"
         return
     assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
@@ -150,6 +194,30 @@ def run_parts(
         blobs=tuple((b.mime_type, _decoded(b.data)) for b in blobs),
     )
     check_spilled(case)
+
+
+def _check_text_kept(
+    service: TruncationService, result: ToolResult, parts: Sequence[Part], blobs: list[MediaPart]
+) -> None:
+    """Over the budget by its blobs alone: the other parts stay, in order, each blob is
+    a spill named by a notice, and no text spill claims the text was too large."""
+    check_strict_utf8(result)
+    kept = [p for p in parts if p not in blobs]
+    texts = [p for p in result.content if not _is_notice(getattr(p, "text", ""))]
+    assert len(texts) >= len(kept), "a part of the result is missing"
+    for was, now in zip(kept, texts, strict=False):
+        if isinstance(was, TextPart | EmbeddedText):
+            assert type(now) is type(was) and now.text == clean(was.text), "a text part changed"
+        else:
+            assert now is was, "media parts must stay attached, in order"
+    failed = isinstance(service.store, FailingStore) and service.store.failed
+    tools = None if failed else service.spill_tools()
+    decoded = tuple((b.mime_type, _decoded(b.data)) for b in blobs)
+    check_blob_notices(result, decoded, tools, store_failed=failed)
+
+
+def _is_notice(text: str) -> bool:
+    return bool(BLOB_NOTICE.fullmatch(text) or CLOSING.fullmatch(text))
 
 
 def _decoded(data: bytes | str) -> bytes:
@@ -179,8 +247,7 @@ def run_file(
     if truth.total > config.max_bytes:
         assert result.spill is not None, "a file over the budget got no preview"
     if result.spill is None:
-        assert truth.total + _suffix_size(suffix) <= config.max_bytes, "not cut, over budget"
-        assert text_size(result) <= config.max_bytes
+        _check_not_cut(service, result, truth, suffix)
         return
     case = finish(
         service,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from spillstore import SpillInfo, ToolResult
+from spillstore import SpillInfo, SpillTools, ToolResult
 from tests.oracle.model import Truth, clean, model_encode, shown
 from tests.oracle.reader import Pager, call_args, text_of
 
@@ -129,24 +129,37 @@ BLOB_NOTICE = re.compile(
 
 def _check_blobs(case: Case) -> None:
     """Each blob of a cut result is a spill of its decoded bytes, named by its notice."""
-    notices = [getattr(p, "text", "") for p in case.result.content[1:]]
+    assert case.pager is not None or case.store_failed
+    tools = None if case.pager is None else case.pager.tools
+    check_blob_notices(case.result, case.blobs, tools, store_failed=case.store_failed)
+
+
+def check_blob_notices(
+    result: ToolResult,
+    blobs: tuple[tuple[str, bytes], ...],
+    tools: SpillTools | None,
+    *,
+    store_failed: bool,
+) -> None:
+    """Each blob is named by a notice (or counted by the closing one) with its MIME type
+    and decoded size, and its spill reads back as its decoded bytes (``tools``: None
+    when the store is dead)."""
+    notices = [getattr(p, "text", "") for p in result.content]
     named = [m for m in map(BLOB_NOTICE.fullmatch, notices) if m is not None]
     closing = [m for m in map(CLOSING.fullmatch, notices) if m is not None]
     unnamed = sum(int(m[1]) for m in closing)
-    assert len(named) + unnamed == len(case.blobs), f"blobs unaccounted for: {notices}"
+    assert len(named) + unnamed == len(blobs), f"blobs unaccounted for: {notices}"
     for m in closing:
         assert int(m[1]) == int(m[2]) + int(m[3]), m[0]
-        assert case.store_failed or m[3] == "0", m[0]
-    assert case.pager is not None or case.store_failed
-    for (mime, decoded), notice in zip(case.blobs, named, strict=False):
+        assert store_failed or m[3] == "0", m[0]
+    for (mime, decoded), notice in zip(blobs, named, strict=False):
         assert (notice[1], int(notice[2])) == (mime, len(decoded)), notice[0]
         if notice[3] is None:
-            assert case.store_failed, f"a blob not saved on a working store: {notice[0]}"
+            assert store_failed, f"a blob not saved on a working store: {notice[0]}"
             continue
         assert notice[3] == notice[4], notice[0]
-        if case.pager is None or not decoded:
+        if tools is None or not decoded:
             continue
-        tools = case.pager.tools
         meta = tools.store.stat(notice[3])
         assert meta.total_bytes == len(decoded) and meta.complete, notice[0]
         blob = Pager(tools, notice[3], Truth(decoded), ((0, len(decoded)),))

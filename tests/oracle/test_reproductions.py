@@ -189,3 +189,36 @@ def test_a_line_cut_in_two_by_retention_is_found_once_by_grep() -> None:
     text = "QzNeedLeQz" + "\U0001f600" * 1100 + "QzNeedLeQz"
     with enforcing_all():
         run_stream(config, [text], MEMORY)
+
+
+@pytest.mark.parametrize("store", [MEMORY, StoreChoice("failing", 0)], ids=["memory", "dead"])
+def test_a_result_over_the_budget_by_its_blobs_alone_keeps_its_text(store: StoreChoice) -> None:
+    """Text, an image and blobs over the budget only by the blobs: the text and the image
+    stay as they are, each blob is a spill of its own named by its notice (or said NOT
+    saved on a dead store), and no empty text spill claims "0 bytes, too large"."""
+    blob = MediaPart("blob", "application/octet-stream", bytes(range(256)) * 20)
+    image = MediaPart("image", "image/png", base64.b64encode(bytes(300)).decode())
+    parts = [TextPart("head line\n"), blob, image, TextPart("last \ud800"), blob]
+    with enforcing_all():
+        run_parts(SMALL, parts, store)
+        run_parts(SMALL, [blob], store, suffix="exit 0")
+
+
+def test_a_fitting_result_with_an_empty_blob_and_a_suffix_keeps_its_blob() -> None:
+    """An empty blob, a lone surrogate and a suffix that fit: the suffix is folded in,
+    the blob stays attached and the tool's text passes as it is."""
+    blob = MediaPart("blob", "application/gzip", "")
+    with enforcing_all():
+        run_parts(SMALL, [TextPart("\ud800"), blob], MEMORY, suffix="exit code 1")
+
+
+@pytest.mark.parametrize("store", [MEMORY, StoreChoice("failing", 0)], ids=["memory", "dead"])
+def test_a_short_output_with_a_suffix_over_the_budget_keeps_its_text(store: StoreChoice) -> None:
+    """100 bytes of output and a 3,000-byte suffix: the output is not called too large;
+    the suffix shows its ends and is saved whole as a spill of its own (or said not
+    saved), from a str, a stream and a file alike."""
+    suffix = "S" * 3000 + "\ud800END"
+    with enforcing_all():
+        run_text(SMALL, "x" * 100, store, suffix=suffix)
+        run_stream(SMALL, [b"x" * 100], store, suffix=suffix)
+        run_file(SMALL, b"x" * 100, store, suffix=suffix)

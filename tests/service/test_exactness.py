@@ -206,6 +206,89 @@ def test_a_blob_that_cannot_be_saved_says_so() -> None:
     assert _all_text(result) <= SMALL.max_bytes
 
 
+def test_a_result_over_the_budget_by_one_blob_keeps_its_text_and_names_the_blob() -> None:
+    """Only a blob over the budget: its notice names its spill and decoded size, and no
+    text spill is made (none would hold anything: it said "too large: 0 bytes")."""
+    data = os.urandom(20_000)
+    service = _service(SMALL)
+    blob = MediaPart("blob", "application/octet-stream", data)
+    result = service.truncate_for_model(
+        ToolResult(content=(blob,)), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is None
+    [notice] = result.content
+    assert isinstance(notice, TextPart)
+    assert notice.text.startswith("[blob application/octet-stream, 20000 bytes, saved as spill")
+    [meta] = service.store.list("default")
+    assert service.store.read_bytes(meta.spill_id, 0, meta.total_bytes) == data
+
+
+def test_text_and_several_blobs_over_the_budget_keep_the_text_and_order() -> None:
+    """The text fits beside the notices: it stays, every blob is a spill in its place."""
+    service = _service(Settings(max_bytes=4096))
+    blobs = [MediaPart("blob", "application/pdf", bytes([n]) * 3000) for n in range(3)]
+    parts = (TextPart("summary\n"), blobs[0], TextPart("exit 0"), blobs[1], blobs[2])
+    result = service.truncate_for_model(
+        ToolResult(content=parts, suffix="done"), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is None
+    texts = [p.text for p in result.content if isinstance(p, TextPart)]
+    assert texts[0] == "summary\n" and texts[2] == "exit 0" and texts[-1] == "done"
+    assert [t.startswith("[blob application/pdf, 3000 bytes, saved") for t in texts] == [
+        False,
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert _all_text(result) <= 4096
+    assert sorted(m.total_bytes for m in service.store.list("default")) == [3000] * 3
+
+
+def test_a_blob_over_the_budget_on_a_dead_store_says_it_was_not_saved() -> None:
+    """The store is down: the text stays and the blob's notice says NOT saved, and why."""
+    blob = MediaPart("blob", "application/pdf", b"%PDF" * 1000)
+    result = _service(SMALL, DeadStore()).truncate_for_model(
+        ToolResult(content=(TextPart("ok"), blob)), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is None
+    texts = [p.text for p in result.content if isinstance(p, TextPart)]
+    assert texts[0] == "ok"
+    assert texts[1].startswith("[blob application/pdf, 4000 bytes, NOT saved (StoreError")
+
+
+def test_a_suffix_over_the_budget_with_little_text_keeps_the_text_whole() -> None:
+    """A short output with a huge suffix: the suffix is shown by its ends and saved whole;
+    the output is not called too large."""
+    service = _service(SMALL)
+    suffix = "E" * 10_000
+    result = service.truncate_for_model(
+        ToolResult(content=(TextPart("built\n"),), suffix=suffix), tool_name="t", tool_call_id="c"
+    )
+    assert result.spill is None
+    texts = [p.text for p in result.content if isinstance(p, TextPart)]
+    assert texts[0] == "built\n" and "too large" not in texts[1]
+    assert "the whole suffix is saved as spill" in texts[1]
+    [meta] = service.store.list("default")
+    assert service.store.read_bytes(meta.spill_id, 0, meta.total_bytes) == suffix.encode()
+    assert _all_text(result) <= SMALL.max_bytes
+
+
+def test_an_image_is_not_counted_in_the_text_budget_unless_the_host_cannot_deliver_it() -> None:
+    """A 200 KB PNG at a 2 KB budget reaches the model attached (images are priced by
+    pixels, not bytes); a host that takes no images makes it a blob, saved as a spill."""
+    png = MediaPart("image", "image/png", b"\x89PNG" + bytes(200_000))
+    result = ToolResult(content=(TextPart("screenshot"), png))
+    assert _service(SMALL).truncate_for_model(result, tool_name="t", tool_call_id="c") is result
+    store = MemoryStore()
+    text_only = TruncationService(store, SMALL, deliverable_media=frozenset())
+    out = text_only.truncate_for_model(result, tool_name="t", tool_call_id="c")
+    notice = out.content[1]
+    assert isinstance(notice, TextPart)
+    assert notice.text.startswith("[image image/png, 200004 bytes, saved as spill")
+
+
 def test_a_long_suffix_is_stored_whole_and_its_elided_bytes_read_back() -> None:
     """The model sees a long suffix's ends; the spill metadata and a suffix spill hold it whole."""
     suffix = "S" * 1000 + "END"
@@ -365,21 +448,25 @@ def test_a_result_with_blobs_and_a_suffix_keeps_every_promise(
     store = DeadStore() if dead else MemoryStore()
     result = ToolResult(content=(*map(TextPart, texts), *blobs), suffix=suffix)
     out = _service(settings_, store).truncate_for_model(result, tool_name="t", tool_call_id="c")
-    if out.spill is None:  # it fitted: every part is the tool's own, the suffix folded in
-        assert [p for p in out.content if isinstance(p, MediaPart)] == blobs
+    media = [p for p in out.content if isinstance(p, MediaPart)]
+    if out.spill is None and (media or not blobs):  # it fitted: the parts are the tool's own
+        assert media == blobs
         return
     text = [p.text for p in out.content if isinstance(p, TextPart)]
     assert _all_text(out) <= max_bytes
     "\n".join(text).encode("utf-8")
-    assert not any(isinstance(p, MediaPart) for p in out.content)
+    assert not media
+    if out.spill is None:  # over by its blobs or suffix alone: the text stays whole
+        assert text[: len(texts)] == [strict(t) for t in texts]
+        text = text[len(texts) :]
     if dead:
         return
     decoded = [blob_bytes(blob) for blob in blobs]
-    for notice in text[1:]:
+    for notice in text[out.spill is not None :]:
         if notice.startswith("[blob "):
             spill = re.search(r"saved as spill (\S+);", notice).group(1)  # type: ignore[union-attr]
             assert store.read_bytes(spill, 0, store.stat(spill).total_bytes) in decoded
-    if suffix and out.spill.spill_id is not None:
+    if suffix and out.spill is not None and out.spill.spill_id is not None:
         assert store.stat(out.spill.spill_id).suffix == strict(suffix)
 
 

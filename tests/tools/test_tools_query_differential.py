@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from spillstore import LocalStore, SpillTools, TruncationService
+from spillstore import LocalStore, Settings, SpillTools, TruncationService
 from spillstore._content import ToolResult
 from spillstore._core.json_lazy import LazyDoc, lazy_doc
 from spillstore._tools.query_run import Ask, run_query
@@ -251,3 +251,62 @@ def test_the_chunk_at_a_time_path_agrees_with_jq_on_hostile_items() -> None:
         for shown, _, span, _ in found:
             if span is not None:
                 assert _same([json.loads(raw[span[0] : span[1]])], [json.loads(shown)])
+
+
+def _stream_of(items: list[str], *, pretty: bool) -> str:
+    if pretty:
+        return "".join(json.dumps(json.loads(item), indent=2) + "\n" for item in items)
+    return "".join(items)
+
+
+EDGE_DOCUMENTS = {
+    "bom-canonical": "\ufeff" + _document(300, "middle", CHUNKABLE).replace(" ", ""),
+    "bom-spaced": "\ufeff " + _document(300, "middle", CHUNKABLE) + "\n",
+    "nan-infinity": _document(300, "end", CHUNKABLE).replace(
+        '"score":1}', '"score":NaN,"big":Infinity,"small":-Infinity}'
+    ),
+    "stream-compact": _stream_of(_items(300, "middle", CHUNKABLE), pretty=False),
+    "stream-pretty": _stream_of(_items(100, "start", CHUNKABLE), pretty=True),
+    "bom-json-lines": "\ufeff" + "\n".join(_items(300, "end", CHUNKABLE[:6])) + "\n",
+}
+"""Documents jq reads that are not plain JSON: a byte order mark (jq skips it), ``NaN``
+and ``Infinity`` (null and the largest doubles to jq), values one after another (a
+stream to jq), compact on one line or pretty-printed over many."""
+
+
+@pytest.mark.parametrize("name", list(EDGE_DOCUMENTS))
+def test_documents_jq_reads_beyond_plain_json_are_queried_as_jq_reads_them(
+    name: str, tmp_path: Path
+) -> None:
+    """The pointer shows a shape, and query_spill gives jq's values, each range holding
+    its value's own bytes (NaN and Infinity are written as such there)."""
+    text = EDGE_DOCUMENTS[name]
+    raw = text.encode()
+    store = LocalStore(tmp_path / "spills")
+    service = TruncationService(store, Settings(max_bytes=4096))
+    result = service.truncate_for_model(text, tool_name="t", tool_call_id="c")
+    assert result.spill is not None and result.spill.spill_id is not None
+    pointer = _text(result) if len(result.content) == 1 else result.content[0].text  # type: ignore[union-attr]
+    assert "query_spill(" in pointer, pointer[:600]
+    tools, spill_id = SpillTools(store), result.spill.spill_id
+    listing = "items" in text[:40]
+    expressions = EXPRESSIONS[:8] if listing else LINE_EXPRESSIONS
+    if name == "nan-infinity":
+        expressions = [*expressions, ".items[] | select(.id == -1) | [.score, .big, .small]"]
+    try:
+        for expression, want in zip(expressions, _jq_all(expressions, text), strict=True):
+            page = _text(tools.query(spill_id, expression, limit=100))
+            assert "is not JSON" not in page, page[:300]
+            found = _results(page)
+            assert _same([value for _, _, value in found], want), (expression, page[:400])
+            for _, span, value in found:
+                if span is not None and b"NaN" not in raw[span[0] : span[1]]:
+                    shown = json.loads(raw[span[0] : span[1]], parse_constant=_jq_constant)
+                    assert _same([shown], [value]), (expression, span)
+                    _read_back(tools, spill_id, raw, span)
+    finally:
+        tools.close()
+
+
+def _jq_constant(name: str) -> Any:
+    return {"NaN": None, "Infinity": 1.7976931348623157e308}.get(name, -1.7976931348623157e308)

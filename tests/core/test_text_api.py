@@ -1,0 +1,53 @@
+"""The public ``spillstore.text`` helpers refuse bad sizes and values with a ConfigError.
+
+``head``/``tail``/``utf8_size`` are the pure ``_core.utf8`` functions behind a check:
+a negative size, a bool, a float or ``None`` (and a value that is not ``str``/``bytes``)
+is the caller's mistake, named in a ``ConfigError``, never a silent empty string or a
+bare ``TypeError`` from inside a slice.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spillstore import text
+from spillstore._core import utf8
+from spillstore._errors import ConfigError
+from tests.strategies import hostile_text
+
+
+@pytest.mark.parametrize("function", [text.head, text.tail])
+@pytest.mark.parametrize("size", [-1, True, False, 1.5, float("nan"), None, "10", 2**0.5])
+def test_a_bad_size_is_a_config_error_naming_max_bytes(function: object, size: object) -> None:
+    """-1, True, 1.5, NaN, None and "10" are refused, naming max_bytes and the value."""
+    with pytest.raises(ConfigError, match=r"max_bytes must be an int >= 0; got") as caught:
+        function("abc", size)  # type: ignore[operator]
+    assert caught.value.field == "max_bytes"
+
+
+@pytest.mark.parametrize("function", [text.head, text.tail])
+@pytest.mark.parametrize("value", [None, 12, bytearray(b"ab"), memoryview(b"ab"), ["a"]])
+def test_a_value_that_is_not_str_or_bytes_is_a_config_error(
+    function: object, value: object
+) -> None:
+    """Only str and bytes are cut; anything else is named in the error."""
+    with pytest.raises(ConfigError, match="value must be a str or bytes"):
+        function(value, 3)  # type: ignore[operator]
+    with pytest.raises(ConfigError, match="value must be a str or bytes"):
+        text.utf8_size(value)  # type: ignore[arg-type]
+
+
+@given(value=hostile_text | st.binary(max_size=64), size=st.integers(0, 80))
+def test_the_checked_helpers_cut_exactly_as_the_core_does(value: str | bytes, size: int) -> None:
+    """For valid arguments the public helpers are the core functions (same result)."""
+    assert text.head(value, size) == utf8.head(value, size)
+    assert text.tail(value, size) == utf8.tail(value, size)
+    assert text.utf8_size(value) == utf8.utf8_size(value)
+
+
+def test_a_value_that_fits_comes_back_as_the_same_object() -> None:
+    """No cut needed: the very same object, as the module promises."""
+    value = "short é"
+    assert text.head(value, 100) is value and text.tail(value, 100) is value
