@@ -76,6 +76,10 @@ MIN_MAX_LINE_BYTES: Final = 80
 MIN_RETENTION_BYTES: Final = 4_096
 """The smallest retention cap accepted (when the cap is on)."""
 
+DEFAULT_RETAINED_TAIL_BYTES: Final = 1024**2
+"""The retained tail when none is set (a tenth of the retention when that is 1 MiB or
+less, so a small ``retention_bytes`` works alone)."""
+
 MAX_INLINE_BYTES: Final = 1024**3
 """The largest budget, preview or line cut (1 GiB): such sizes are held in memory."""
 MAX_STORED_BYTES: Final = 1024**5
@@ -189,6 +193,22 @@ def _fitted_previews(data: Mapping[str, Any]) -> dict[str, int]:
     return {}
 
 
+def _fitted_tail(data: Mapping[str, Any]) -> dict[str, int]:
+    """The retained tail for a ``retention_bytes`` at or under the default tail, when
+    ``data`` does not set the tail: a tenth of the retention (the default's ratio, 1 MiB
+    of 10 MiB in the design). Empty otherwise, or when the retention is invalid or off
+    (the checks then say why)."""
+    if "retained_tail_bytes" in data:
+        return {}
+    try:
+        retention = parse_size(data["retention_bytes"], allow_off=True)
+    except ConfigError:
+        return {}
+    if retention is None or not MIN_RETENTION_BYTES <= retention <= DEFAULT_RETAINED_TAIL_BYTES:
+        return {}
+    return {"retained_tail_bytes": retention // 10}
+
+
 def _check_environment(environ: Mapping[str, str], fields: Mapping[str, object]) -> None:
     """Refuse a ``SPILLSTORE_*`` variable that is neither a setting nor a known other name.
 
@@ -271,7 +291,7 @@ class Settings(BaseSettings):
         f'"off"/None keeps everything. At least {MIN_RETENTION_BYTES} when on.',
     )
     retained_tail_bytes: int = Field(
-        default=1024**2,
+        default=DEFAULT_RETAINED_TAIL_BYTES,
         description="When an output exceeds retention_bytes, its last this-many bytes "
         "are stored too. Must be less than retention_bytes.",
     )
@@ -349,9 +369,12 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _fit_previews(cls, data: Any) -> Any:
-        """Shrink the previews nobody set so that a small ``max_bytes`` works alone."""
+        """Shrink the previews nobody set so that a small ``max_bytes`` works alone, and
+        the retained tail nobody set so that a small ``retention_bytes`` does."""
         if isinstance(data, dict) and "max_bytes" in data:
-            return {**data, **_fitted_previews(data)}
+            data = {**data, **_fitted_previews(data)}
+        if isinstance(data, dict) and "retention_bytes" in data:
+            data = {**data, **_fitted_tail(data)}
         return data
 
     @field_validator(*_SIZE_FIELDS, mode="before")

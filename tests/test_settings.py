@@ -728,3 +728,24 @@ def test_from_mapping_refuses_what_is_not_a_mapping(mapping: object) -> None:
     """Settings.from_mapping raises ConfigError, not TypeError, for a list, None or a str."""
     with pytest.raises(ConfigError, match="settings must be a mapping"):
         Settings.from_mapping(mapping)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("retention", "tail"),
+    [("1MB", 100_000), ("4096", 409), ("1MiB", 104_857), ("2MiB", 1024**2), ("off", 1024**2)],
+)
+def test_a_small_retention_alone_shrinks_the_default_retained_tail(
+    monkeypatch: pytest.MonkeyPatch, retention: str, tail: int
+) -> None:
+    """A retention cap at or under the default retained tail (1 MiB), set alone (as an
+    argument or in the environment), keeps a tenth of it as the tail instead of failing
+    on a tail nobody set; a larger cap, or none, keeps the default tail."""
+    assert Settings(retention_bytes=retention).retained_tail_bytes == tail
+    monkeypatch.setenv("SPILLSTORE_RETENTION_BYTES", retention)
+    assert Settings().retained_tail_bytes == tail
+
+
+def test_a_retained_tail_that_was_set_is_never_shrunk() -> None:
+    """A tail set with a smaller retention is still refused, naming both settings."""
+    with pytest.raises(ConfigError, match=r"retained_tail_bytes.*must be less than"):
+        Settings(retention_bytes="1MB", retained_tail_bytes="1MiB")
