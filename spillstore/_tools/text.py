@@ -148,7 +148,7 @@ def explain(exc: SpillstoreError, names: ToolNames) -> str:
     if isinstance(exc, RangeNotStored):
         return f"{str(exc)[:300]}"
     if isinstance(exc, StoreError):
-        return f"the spill store failed: {str(exc)[:300]}"
+        return f"the spill store cannot be read: {str(exc)[:300]}"
     return f"invalid request: {str(exc)[:300]}"
 
 

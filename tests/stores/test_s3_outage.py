@@ -128,7 +128,7 @@ def test_a_stopped_endpoint_fails_fast_until_it_is_probed_back(
     )
     tools = SpillTools(store, session="s1")
     read = tools.read(before.spill_id)
-    assert read.is_error and "the spill store failed: [Errno 112] the store is down" in (
+    assert read.is_error and "the spill store cannot be read: [Errno 112] the store is down" in (
         read.content[0].text  # type: ignore[union-attr]
     )
 

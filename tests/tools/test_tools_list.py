@@ -107,12 +107,12 @@ def test_list_is_bounded_by_the_page_cap() -> None:
 
 def test_a_store_that_fails_is_named_as_the_store_not_a_spill() -> None:
     """A store that cannot be used (here one that could not be opened) makes every spill
-    tool say the store failed, with why; list_spills asked for no spill, so no message
+    tool say the store cannot be read, with why; list_spills asked for no spill, so no message
     may speak of one."""
     store = UnavailableStore(StoreError(errno.ENOSPC, "cannot open the catalog: disk full"))
     tools = SpillTools(store, session=SESSION)
     for result in (tools.list(), tools.read("bash-" + "0" * 20), tools.grep("x")):
         assert result.is_error
         text = text_of(result)
-        assert text.startswith("the spill store failed: ")
+        assert text.startswith("the spill store cannot be read: ")
         assert "disk full" in text
