@@ -105,6 +105,30 @@ def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
         (session,) = conn.execute(sql, (session,)).fetchone()
 
 
+def _file_stats(root_fd: int) -> dict[str, os.stat_result]:
+    """``lstat`` of the catalog's files that exist, by name, in a stable order."""
+    stats = {}
+    for name in sorted(CATALOG_FILES):
+        with contextlib.suppress(FileNotFoundError):
+            stats[name] = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+    return stats
+
+
+def _bad_files(stats: dict[str, os.stat_result]) -> dict[str, str]:
+    """``{name: why}`` of the files in ``stats`` SQLite must not open."""
+    bad = {}
+    for name, st in stats.items():
+        if stat.S_ISLNK(st.st_mode):
+            bad[name] = "a symlink"
+        elif not stat.S_ISREG(st.st_mode):
+            bad[name] = "not a regular file"
+        elif st.st_uid != os.geteuid():
+            bad[name] = f"owned by uid {st.st_uid}"
+        elif st.st_nlink != 1:
+            bad[name] = f"has {st.st_nlink} hard links"
+    return bad
+
+
 class Catalog:
     """The catalog database of one store root (connections per thread and process)."""
 
@@ -117,48 +141,33 @@ class Catalog:
     def bad_files(self) -> dict[str, str]:
         """``{name: why}`` of the catalog's files that are not this user's regular files
         with one link (SQLite follows links: they are refused before it opens them)."""
-        bad = {}
         root_fd = self._root.open()
         try:
-            for name in sorted(CATALOG_FILES):
-                try:
-                    st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISLNK(st.st_mode):
-                    bad[name] = "a symlink"
-                elif not stat.S_ISREG(st.st_mode):
-                    bad[name] = "not a regular file"
-                elif st.st_uid != os.geteuid():
-                    bad[name] = f"owned by uid {st.st_uid}"
-                elif st.st_nlink != 1:
-                    bad[name] = f"has {st.st_nlink} hard links"
+            return _bad_files(_file_stats(root_fd))
         finally:
             os.close(root_fd)
-        return bad
 
     def _check_files(self) -> None:
         """Refuse database files that are links, not ours, or not regular, and a catalog
         that is not an SQLite database (before SQLite opens it: it would delete a ``-wal``
-        left beside it); create 0600."""
-        bad = self.bad_files()
-        if bad:
-            name, why = next(iter(bad.items()))
-            raise UnsafeStoreRoot(
-                DAMAGED,
-                f"refusing the catalog file {os.path.join(self._root.path, name)}: it is "
-                f"{why}; 'spillstore check --fix' moves it aside",
-            )
+        left beside it); create 0600. One open of the root, one ``stat`` a file."""
         root_fd = self._root.open()
         try:
-            try:
-                size = os.stat(CATALOG_NAME, dir_fd=root_fd, follow_symlinks=False).st_size
-            except FileNotFoundError:
+            stats = _file_stats(root_fd)
+            bad = _bad_files(stats)
+            if bad:
+                name, why = next(iter(bad.items()))
+                raise UnsafeStoreRoot(
+                    DAMAGED,
+                    f"refusing the catalog file {os.path.join(self._root.path, name)}: it "
+                    f"is {why}; 'spillstore check --fix' moves it aside",
+                )
+            catalog = stats.get(CATALOG_NAME)
+            if catalog is None:
                 with contextlib.suppress(FileExistsError):
                     os.close(os.open(CATALOG_NAME, CREATE_FLAGS, 0o600, dir_fd=root_fd))
-            else:
-                if size:
-                    check_header(CATALOG_NAME, root_fd)
+            elif catalog.st_size:
+                check_header(CATALOG_NAME, root_fd)
         finally:
             os.close(root_fd)
 
@@ -362,8 +371,9 @@ class Catalog:
             stale = []
             for row in conn.execute(f"{SELECT_LISTED}").fetchall():
                 meta = row_meta(self._base, row)
-                if meta is not None and row[-1] != listing_of(meta):
-                    stale.append((meta, listing_of(meta)))
+                listing = None if meta is None else listing_of(meta)
+                if meta is not None and row[-1] != listing:
+                    stale.append((meta, listing))
             if fix and stale:
                 with self._write("cannot rewrite the listings") as conn:
                     for meta, listing in stale:
