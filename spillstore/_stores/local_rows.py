@@ -57,10 +57,6 @@ LISTING: Final = struct.Struct("<qqqd32sB")
 """A row's listing: total bytes, total lines, the head range's end (-1: nothing stored),
 the time, the SHA-256 digest, and the flag (1: read the rare columns too)."""
 
-_RARE_FLAG: Final = (
-    "coalesce(nullif(head_start, 0), tail_end, suffix, media_notes, nullif(invalid_utf8, 0), "
-    "adopted)"
-)
 LIST_COLUMNS: Final = "spill_id, tool_name, tool_call_id, listing"
 """The columns a list of one session reads for every row (the session is the one
 asked for, not read again)."""
@@ -69,9 +65,11 @@ _RARE_COLUMNS: Final = (
     "spill_id, head_start, tail_start, tail_end, suffix, media_notes, invalid_utf8, adopted"
 )
 RARE_SQL: Final = (
-    f"SELECT {_RARE_COLUMNS} FROM spill WHERE session = ? AND {_RARE_FLAG} IS NOT NULL"  # noqa: S608
+    f"SELECT {_RARE_COLUMNS} FROM spill WHERE session = ? AND "  # noqa: S608 - fixed names
+    f"substr(listing, {LISTING.size}, 1) = x'01'"
 )
-"""The rare columns of a session's rows that hold more than defaults."""
+"""The rare columns of a session's rows whose listing is flagged (its last byte; one
+definition of "more than defaults": :func:`listing_of`)."""
 
 ROW_COLUMNS: Final = (
     "session, spill_id, tool_name, tool_call_id, total_bytes, total_lines, head_end, sha256, "
