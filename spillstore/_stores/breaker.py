@@ -21,6 +21,13 @@ spill, no more), doubling to :data:`OUTAGE_MAX_PAUSE_SECONDS` (300 s: a store th
 back is used again within 5 minutes). In a 20-minute outage that is at most 7 probes of
 a few seconds each, instead of a full retry budget per request.
 
+Before the endpoint has answered once, the store does not know it is there: a black
+hole (a host that accepts connections and never replies) would cost the first request
+its whole timeout (30 s). So the breaker's first request probes first, like the one
+after a pause; the requests that come meanwhile wait for that probe (never longer than
+its timeout) instead of failing, and a failed probe opens the breaker as a failed
+request would. An answering endpoint pays one cheap request per store, once.
+
 The decisions are pure functions of a frozen :class:`Outage` and ``now``
 (:func:`admit`, :func:`after_failure`, :func:`after_probe`); :class:`Breaker` holds the
 state under a lock, with the clock and the probe injected.
@@ -127,6 +134,9 @@ class Breaker:
         clock: epoch seconds (the store's clock).
         probe: one cheap request; returns None when the endpoint answered (whatever it
             said), else why it is down. It must not raise.
+        reach: the probe before the store's first request: None when the endpoint
+            replied at all (a 5xx too: that request's retries handle it), else why not.
+            It must not raise. None: the first request goes unprobed.
         first_pause: seconds of the first pause.
         max_pause: the longest pause.
     """
@@ -138,13 +148,17 @@ class Breaker:
         *,
         first_pause: float = OUTAGE_PAUSE_SECONDS,
         max_pause: float = OUTAGE_MAX_PAUSE_SECONDS,
+        reach: Callable[[], str | None] | None = None,
     ) -> None:
         self._clock = clock
         self._probe = probe
+        self._reach = reach
         self._first_pause = first_pause
         self._max_pause = max(first_pause, max_pause)
         self._lock = threading.Lock()
         self._state = CLOSED
+        self._first = threading.Lock()
+        self._answered = reach is None
 
     @property
     def state(self) -> Outage:
@@ -157,6 +171,8 @@ class Breaker:
         Raises:
             StoreError: the endpoint is known to be down (at once, without a request).
         """
+        if not self._answered:
+            self._first_probe()
         with self._lock:
             decision, self._state = admit(self._state, self._clock())
             refused = self._state
@@ -170,6 +186,7 @@ class Breaker:
         finally:
             with self._lock:
                 if reason is None:
+                    self._answered = True
                     self._state = after_probe(self._state, self._clock())
                 else:
                     self._state = after_failure(
@@ -187,6 +204,18 @@ class Breaker:
             "the store is still down (%s); next try in %.0f s", reason, state.pause_seconds
         )
         raise self._refusal(state)
+
+    def _first_probe(self) -> None:
+        """Probe an endpoint never heard from yet (one request at a time: the others wait
+        for its answer); a failed probe opens the breaker."""
+        with self._first:
+            if self._answered or self._state.retry_at is not None or self._reach is None:
+                return
+            reason = self._reach()
+            if reason is None:
+                self._answered = True
+            else:
+                self.failed(reason)
 
     def failed(self, reason: str) -> None:
         """Record a request that found the endpoint down (its retries spent)."""

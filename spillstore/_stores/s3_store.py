@@ -59,6 +59,8 @@ __all__ = [
     "OUTAGE_PAUSE_SECONDS",
     "PART_BYTES",
     "PROBE_TIMEOUT",
+    "READ_TIMEOUT",
+    "REQUEST_TIMEOUT",
     "RETRIES",
     "RETRY_SECONDS",
     "TOMBSTONE_TTL_SECONDS",
@@ -90,12 +92,24 @@ RETRY_SECONDS: Final = 20.0
 """Default time after a request's first attempt past which it is not retried."""
 
 CONNECT_TIMEOUT: Final = "5s"
-"""Default timeout of the connect phase (each request's whole timeout stays obstore's
-30 s)."""
+"""Default timeout of the connect phase."""
+
+READ_TIMEOUT: Final = "30s"
+"""Default time a request may go without a byte from the endpoint: from its start until
+the reply's head (so an upload's part, 8 MiB by default, must go up within it: at
+280 KB/s or more), then between two reads of the reply's body. A stall costs this; a
+black hole met by the first request costs :data:`PROBE_TIMEOUT` instead (the breaker
+probes first)."""
+
+REQUEST_TIMEOUT: Final = "1h"
+"""Default timeout of a whole request, reply body included (obstore's own, 30 s, cut the
+download of a large spill's data on any link under its size per 30 s: 64 MiB needed
+2.2 MB/s)."""
 
 PROBE_TIMEOUT: Final = "5s"
-"""Timeout of the one request (a HEAD, no retries) that probes an endpoint found down
-once its pause is over (its connect phase: :data:`CONNECT_TIMEOUT` at most)."""
+"""Timeout of the one request (a HEAD, no retries) that probes an endpoint before the
+store's first request, and once more after each pause (its connect phase:
+:data:`CONNECT_TIMEOUT` at most)."""
 
 CLEANER_LEASE_SECONDS: Final = 600.0
 """A cleaner's lock lapses this long after it was taken (a crashed cleaner's lock is
@@ -121,8 +135,9 @@ class S3Store(Store):
         config: further obstore ``S3Config`` keys (credentials, ``virtual_hosted_style_
             request``, ...); by default credentials come from the usual ``AWS_*``
             environment variables, a profile's web identity, or the instance metadata.
-        client_options: obstore ``ClientConfig`` (timeouts, proxy, ``allow_http``;
-            ``connect_timeout`` defaults to :data:`CONNECT_TIMEOUT`).
+        client_options: obstore ``ClientConfig`` (timeouts, proxy, ``allow_http``);
+            ``connect_timeout``, ``read_timeout`` and ``timeout`` default to
+            :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT` and :data:`REQUEST_TIMEOUT`.
         retry_config: obstore ``RetryConfig`` (5xx and network errors are retried;
             default :data:`RETRIES` times within :data:`RETRY_SECONDS`, so a dead
             endpoint costs a tool call about a minute at most, not several).
@@ -131,8 +146,10 @@ class S3Store(Store):
             its "NOT saved" preview at once) after one found the endpoint unreachable or
             failing; then one probe (a HEAD, :data:`PROBE_TIMEOUT`) decides, and each
             failed probe doubles the pause, up to :data:`OUTAGE_MAX_PAUSE_SECONDS`
-            (see :mod:`spillstore._stores.breaker`). Default
-            :data:`OUTAGE_PAUSE_SECONDS`; None: every request tries the endpoint.
+            (see :mod:`spillstore._stores.breaker`). The store's first request is
+            probed too, so an endpoint that never answers costs it the probe's timeout.
+            Default :data:`OUTAGE_PAUSE_SECONDS`; None: every request tries the
+            endpoint (and nothing is probed).
         clock: epoch seconds, for ``created_at``, ``gc``, the cleaner's lease and the
             outage pauses.
         retention_bytes: default retention cap (None: keep everything).
@@ -183,6 +200,8 @@ class S3Store(Store):
         prefix = validate_prefix(prefix)
         options: dict[str, Any] = dict(client_options or {})
         options.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        options.setdefault("read_timeout", READ_TIMEOUT)
+        options.setdefault("timeout", REQUEST_TIMEOUT)
         if retry_config is None:
             retry_config = {
                 "max_retries": RETRIES,
@@ -228,6 +247,7 @@ class S3Store(Store):
                 lambda: probe(probing, "_probe"),
                 first_pause=outage_pause,
                 max_pause=max(outage_pause, OUTAGE_MAX_PAUSE_SECONDS),
+                reach=lambda: probe(probing, "_probe", any_reply=True),
             )
         self._bucket = Bucket(objects(options, retry_config), prefix, breaker)
         self._tombstone_ttl = tombstone_ttl
