@@ -15,8 +15,8 @@ import pytest
 
 from spillstore._service.service import TruncationService
 from spillstore._settings import Settings
-from spillstore._tools.spill_tools import SpillTools
 from spillstore._stores.s3_store import PROBE_TIMEOUT
+from spillstore._tools.spill_tools import SpillTools
 from spillstore.s3 import S3Store
 from tests.stores.s3_server import BlackHole, FaultProxy
 
