@@ -28,6 +28,14 @@ after a pause; the requests that come meanwhile wait for that probe (never longe
 its timeout) instead of failing, and a failed probe opens the breaker as a failed
 request would. An answering endpoint pays one cheap request per store, once.
 
+An outage is also told to the other processes on the machine when the store gives the
+breaker a ``shared`` record (:class:`OutageRecord`; the S3 store's is a small file, see
+:mod:`spillstore._stores.breaker_file`): a breaker that opens records the outage, a
+closed one adopts an outage recorded there while it runs (as if it had found it itself:
+it fails fast, then probes when the pause is over), and a probe that finds the endpoint
+back clears it. A one-shot command then costs nothing during a pause another process
+found.
+
 The decisions are pure functions of a frozen :class:`Outage` and ``now``
 (:func:`admit`, :func:`after_failure`, :func:`after_probe`); :class:`Breaker` holds the
 state under a lock, with the clock and the probe injected.
@@ -42,7 +50,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from spillstore._errors import StoreError
 
@@ -52,6 +60,7 @@ __all__ = [
     "OUTAGE_PAUSE_SECONDS",
     "Breaker",
     "Outage",
+    "OutageRecord",
     "admit",
     "after_failure",
     "after_probe",
@@ -90,6 +99,19 @@ class Outage:
 
 CLOSED: Final = Outage()
 """No outage yet."""
+
+
+class OutageRecord(Protocol):
+    """Where processes tell each other an outage (none of its methods may raise)."""
+
+    def load(self, now: float, max_pause: float) -> Outage | None:
+        """An outage recorded by another process that runs ``now`` (None: none)."""
+
+    def save(self, state: Outage) -> None:
+        """Record an open breaker's state."""
+
+    def clear(self) -> None:
+        """Forget the recorded outage."""
 
 
 def admit(state: Outage, now: float) -> tuple[Decision, Outage]:
@@ -137,6 +159,8 @@ class Breaker:
         reach: the probe before the store's first request: None when the endpoint
             replied at all (a 5xx too: that request's retries handle it), else why not.
             It must not raise. None: the first request goes unprobed.
+        shared: the outage record shared with other processes (None: this process's
+            own findings only).
         first_pause: seconds of the first pause.
         max_pause: the longest pause.
     """
@@ -149,10 +173,12 @@ class Breaker:
         first_pause: float = OUTAGE_PAUSE_SECONDS,
         max_pause: float = OUTAGE_MAX_PAUSE_SECONDS,
         reach: Callable[[], str | None] | None = None,
+        shared: OutageRecord | None = None,
     ) -> None:
         self._clock = clock
         self._probe = probe
         self._reach = reach
+        self._shared = shared
         self._first_pause = first_pause
         self._max_pause = max(first_pause, max_pause)
         self._lock = threading.Lock()
@@ -171,6 +197,8 @@ class Breaker:
         Raises:
             StoreError: the endpoint is known to be down (at once, without a request).
         """
+        if self._shared is not None and self._state.retry_at is None:
+            self._adopt(self._shared)
         if not self._answered:
             self._first_probe()
         with self._lock:
@@ -199,11 +227,28 @@ class Breaker:
                 state = self._state
         if reason is None:
             logger.warning("the store answers again")
+            if self._shared is not None:
+                self._shared.clear()
             return
         logger.warning(
             "the store is still down (%s); next try in %.0f s", reason, state.pause_seconds
         )
+        if self._shared is not None:
+            self._shared.save(state)
         raise self._refusal(state)
+
+    def _adopt(self, shared: OutageRecord) -> None:
+        """Take on an outage another process recorded, while it runs."""
+        found = shared.load(self._clock(), self._max_pause)
+        if found is None:
+            return
+        with self._lock:
+            if self._state.retry_at is not None:
+                return
+            self._state = found
+        logger.warning(
+            "the store was found down by another process (%s); requests fail fast", found.reason
+        )
 
     def _first_probe(self) -> None:
         """Probe an endpoint never heard from yet (one request at a time: the others wait
@@ -229,9 +274,13 @@ class Breaker:
                 max_pause=self._max_pause,
             )
             opened = self._state is not before
-            pause = self._state.pause_seconds
+            state = self._state
         if opened:
-            logger.warning("the store failed (%s); requests fail fast for %.0f s", reason, pause)
+            logger.warning(
+                "the store failed (%s); requests fail fast for %.0f s", reason, state.pause_seconds
+            )
+            if self._shared is not None:
+                self._shared.save(state)
 
     def _refusal(self, state: Outage) -> StoreError:
         wait = 0.0 if state.retry_at is None else max(0.0, state.retry_at - self._clock())
