@@ -16,7 +16,10 @@ once with this tree's, side by side:
 4. the same over a relay on 127.0.0.1 that holds each direction of each connection to
    ``--rate`` MiB/s (a slow link): an upload of 16 MiB, and a download of
    ``--download-mib`` MiB (the whole object in one GET, as Grep and Query read it), which
-   obstore's default 30 s request timeout cuts below ``size / 30 s``.
+   obstore's default 30 s request timeout cuts below ``size / 30 s``;
+5. ``--commands`` one-shot ``spillstore ls`` processes in a row on the black hole: the
+   baseline, the change with the outage not shared (a cache directory per process), and
+   the change sharing it (one cache directory: the outage file).
 
 Prints a text block to paste into benchmarks/RESULTS.md.
 """
@@ -167,6 +170,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, required=True)
     parser.add_argument("--mib", type=int, default=100)
     parser.add_argument("--download-mib", type=int, default=64)
+    parser.add_argument("--commands", type=int, default=3, help="one-shot ls processes")
     parser.add_argument("--repeat", type=int, default=7, help="first requests (median)")
     parser.add_argument("--rate", type=float, default=2.0, help="the slow link, MiB/s")
     args = parser.parse_args()
@@ -209,7 +213,59 @@ def main() -> None:
         f"| download {args.download_mib} MiB (one GET) at {args.rate:g} MiB/s | "
         f"{cells[0]} | {cells[1]} |"
     )
+    one_shots(trees, hole, args.commands)
     print(f"load {os.getloadavg()[0]:.2f} at end")
+
+
+def one_shot(tree: Path, endpoint: str, cache: Path) -> float:
+    """Wall seconds of one ``spillstore ls`` process on the store at ``endpoint``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPILLSTORE_", "AWS_"))}
+    env |= {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "SPILLSTORE_S3_ENDPOINT": endpoint,
+        "SPILLSTORE_S3_REGION": "us-east-1",
+        "SPILLSTORE_S3_ALLOW_HTTP": "true",
+        "SPILLSTORE_STORE": f"s3://{BUCKET}/bench",
+        "PYTHONPATH": str(tree),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "XDG_CACHE_HOME": str(cache),
+    }
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "spillstore._cli", "ls"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    assert done.returncode != 0, done.stdout
+    return wall
+
+
+def one_shots(trees: dict[str, Path], endpoint: str, commands: int) -> None:
+    """``commands`` one-shot ``spillstore ls`` processes in a row on a black hole: the
+    baseline; the change with each process on a cache of its own (the outage not
+    shared); the change sharing one cache (the outage file)."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="bench-outage-"))
+    columns: dict[str, list[float]] = {"baseline": [], "change, not shared": [], "change": []}
+    for n in range(commands):
+        columns["baseline"].append(one_shot(trees["baseline"], endpoint, base / f"b{n}"))
+        columns["change, not shared"].append(one_shot(trees["change"], endpoint, base / f"c{n}"))
+        columns["change"].append(one_shot(trees["change"], endpoint, base / "shared"))
+    shutil.rmtree(base)
+    print()
+    print(f"| one-shot `spillstore ls`, black hole | {' | '.join(columns)} |")
+    print("|---|" + "---|" * len(columns))
+    for n in range(commands):
+        cells = " | ".join(f"{walls[n]:.3f} s" for walls in columns.values())
+        print(f"| process {n + 1} | {cells} |", flush=True)
+    totals = " | ".join(f"{sum(walls):.1f} s" for walls in columns.values())
+    print(f"| total | {totals} |")
 
 
 if __name__ == "__main__":
