@@ -17,9 +17,9 @@ once with this tree's, side by side:
    ``--rate`` MiB/s (a slow link): an upload of 16 MiB, and a download of
    ``--download-mib`` MiB (the whole object in one GET, as Grep and Query read it), which
    obstore's default 30 s request timeout cuts below ``size / 30 s``;
-5. ``--commands`` one-shot ``spillstore ls`` processes in a row on the black hole: the
-   baseline, the change with the outage not shared (a cache directory per process), and
-   the change sharing it (one cache directory: the outage file).
+5. ``--commands`` one-shot ``spillstore ls`` processes in a row on a fresh black hole:
+   the baseline's, then the change's with the outage not shared (a cache directory per
+   process), then the change's sharing it (one cache directory: the outage file).
 
 Prints a text block to paste into benchmarks/RESULTS.md.
 """
@@ -170,7 +170,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, required=True)
     parser.add_argument("--mib", type=int, default=100)
     parser.add_argument("--download-mib", type=int, default=64)
-    parser.add_argument("--commands", type=int, default=3, help="one-shot ls processes")
+    parser.add_argument("--commands", type=int, default=4, help="one-shot ls processes")
+    parser.add_argument("--only-one-shots", action="store_true")
     parser.add_argument("--repeat", type=int, default=7, help="first requests (median)")
     parser.add_argument("--rate", type=float, default=2.0, help="the slow link, MiB/s")
     args = parser.parse_args()
@@ -185,6 +186,9 @@ def main() -> None:
     print("| measurement | baseline | change |")
     print("|---|---|---|")
     hole = black_hole()
+    if args.only_one_shots:
+        one_shots(trees, hole, args.commands)
+        return
     rows = [
         ("first capped call, black hole", "black_hole", hole, 0),
         ("first request (stat), moto", "first_request", moto, 0),
@@ -213,12 +217,13 @@ def main() -> None:
         f"| download {args.download_mib} MiB (one GET) at {args.rate:g} MiB/s | "
         f"{cells[0]} | {cells[1]} |"
     )
-    one_shots(trees, hole, args.commands)
+    one_shots(trees, black_hole(), args.commands)
     print(f"load {os.getloadavg()[0]:.2f} at end")
 
 
-def one_shot(tree: Path, endpoint: str, cache: Path) -> float:
-    """Wall seconds of one ``spillstore ls`` process on the store at ``endpoint``."""
+def one_shot(tree: Path, endpoint: str, cache: Path) -> tuple[float, str]:
+    """Wall seconds of one ``spillstore ls`` process on the store at ``endpoint``, and
+    the last line it wrote (its error)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPILLSTORE_", "AWS_"))}
     env |= {
         "AWS_ACCESS_KEY_ID": "bench",
@@ -235,13 +240,14 @@ def one_shot(tree: Path, endpoint: str, cache: Path) -> float:
     done = subprocess.run(
         [sys.executable, "-m", "spillstore._cli", "ls"],
         env=env,
+        cwd=cache.parent,  # not this tree: ``-m`` imports from the working directory first
         capture_output=True,
         text=True,
         check=False,
     )
     wall = time.perf_counter() - started
     assert done.returncode != 0, done.stdout
-    return wall
+    return wall, (done.stderr.strip().splitlines() or [""])[-1]
 
 
 def one_shots(trees: dict[str, Path], endpoint: str, commands: int) -> None:
@@ -252,12 +258,28 @@ def one_shots(trees: dict[str, Path], endpoint: str, commands: int) -> None:
     import tempfile
 
     base = Path(tempfile.mkdtemp(prefix="bench-outage-"))
-    columns: dict[str, list[float]] = {"baseline": [], "change, not shared": [], "change": []}
-    for n in range(commands):
-        columns["baseline"].append(one_shot(trees["baseline"], endpoint, base / f"b{n}"))
-        columns["change, not shared"].append(one_shot(trees["change"], endpoint, base / f"c{n}"))
-        columns["change"].append(one_shot(trees["change"], endpoint, base / "shared"))
+    for tree in trees.values():  # each process imports its tree's spillstore
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+        where = subprocess.run(
+            [sys.executable, "-c", "import spillstore; print(spillstore.__file__)"],
+            env=env,
+            cwd=base,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert Path(where.strip()).resolve().is_relative_to(tree), (tree, where)
+    runs = {
+        "baseline": [
+            one_shot(trees["baseline"], endpoint, base / f"b{n}") for n in range(commands)
+        ],
+        "change, not shared": [
+            one_shot(trees["change"], endpoint, base / f"c{n}") for n in range(commands)
+        ],
+        "change": [one_shot(trees["change"], endpoint, base / "shared") for n in range(commands)],
+    }
     shutil.rmtree(base)
+    columns = {name: [wall for wall, _ in got] for name, got in runs.items()}
     print()
     print(f"| one-shot `spillstore ls`, black hole | {' | '.join(columns)} |")
     print("|---|" + "---|" * len(columns))
@@ -266,6 +288,8 @@ def one_shots(trees: dict[str, Path], endpoint: str, commands: int) -> None:
         print(f"| process {n + 1} | {cells} |", flush=True)
     totals = " | ".join(f"{sum(walls):.1f} s" for walls in columns.values())
     print(f"| total | {totals} |")
+    for name, got in runs.items():
+        print(f"- {name}, last process: {got[-1][1][:160]}")
 
 
 if __name__ == "__main__":
