@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from spillstore._content import TextPart, ToolResult
+from spillstore._core.json_prefix import starts_like_json
 from spillstore._core.shape import LineShaper
 from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import ConfigError, UsageError
@@ -262,6 +263,7 @@ class OutputAccumulator:
             tool_call_id=self._tool_call_id,
             json_shape=shape,
             shaped=shaped,
+            looks_json=starts_like_json(self._head, self._keep_head),
         )
         return render(host, step, saved)
 

@@ -19,11 +19,18 @@ from typing import TYPE_CHECKING, TypedDict
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
 from spillstore._core.json_doc import looks_like_json
+from spillstore._core.json_prefix import starts_like_json
 from spillstore._core.json_shape import JsonShape, json_shape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
 from spillstore._core.shape import LineShaper, Shaped, shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
-from spillstore._service.files import read_ends, read_if_small
+from spillstore._service.files import (
+    FIRST_SHAPE_READ,
+    SHAPE_READ,
+    read_ends,
+    read_if_small,
+    shape_file,
+)
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -63,13 +70,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("spillstore")
-
-_FIRST_SHAPE_READ = 64 * 1024
-"""Bytes of a saved output read first to shape it: enough to prove that an output of
-short lines cannot fit once shaped."""
-
-_SHAPE_READ = 1024**2
-"""Bytes read at a time after that (an output of few, long lines is read whole)."""
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
@@ -207,11 +207,11 @@ def _file_flow(
             fallback = _without_file(result, path, exc)
             return (yield from result_flow(host, fallback, tool_name, tool_call_id))
     shaped = None
-    if shape is None and not isinstance(saved, Exception):
+    if shape is None:
         budget = settings.max_bytes
         room = budget - utf8_size(bounded_suffix(result.suffix or "", budget))
         room -= APPEND_RESERVE_BYTES + blob_room(budget, sum(is_blob(p, host) for p in others))
-        shaped = yield from stored_shaped(host, saved, room)
+        shaped = yield from _file_shaped(host, path, saved, counted, room)
     args = spill_args(host, tool_name, tool_call_id)
     others = yield from spill_blobs(host, others, args)
     suffix = yield from suffix_flow(host, result.suffix or "", args)
@@ -229,8 +229,29 @@ def _file_flow(
         json_shape=shape,
         ends_with_newline=ends_with_newline,
         shaped=shaped,
+        looks_json=starts_like_json(head_raw, settings.head_bytes + SLACK),
     )
     return render(host, step, saved)
+
+
+def _file_shaped(
+    host: Host, path: str, saved: SpillMeta | Exception, counted: Measure | None, room: int
+) -> Flow[Shaped | None]:
+    """A handed-over file with its long lines cut (append mode): read back from the store
+    when it holds the whole output, else from the file itself (the retention cap cut the
+    spill, or the store failed), as the whole text and a stream are shaped."""
+    if not isinstance(saved, Exception) and saved.complete:
+        return (yield from stored_shaped(host, saved, room))
+    cap = host.settings.max_line_bytes
+    measured = counted if isinstance(saved, Exception) else saved
+    if cap is None or measured is None or measured.invalid_utf8:
+        return None
+    shaper = LineShaper(max_line_bytes=cap, budget=host.settings.max_bytes)
+    try:
+        shaped: Shaped | None = yield blocking(shape_file, path, shaper, measured.total_bytes, room)
+    except OSError:  # the file went away since: replace mode, as before
+        return None
+    return shaped
 
 
 def stored_shaped(host: Host, saved: SpillMeta, room: int) -> Flow[Shaped | None]:
@@ -244,7 +265,7 @@ def stored_shaped(host: Host, saved: SpillMeta, room: int) -> Flow[Shaped | None
         return None
     shaper = LineShaper(max_line_bytes=cap, budget=host.settings.max_bytes)
     store = host.store
-    offset, size = 0, _FIRST_SHAPE_READ
+    offset, size = 0, FIRST_SHAPE_READ
     while offset < saved.total_bytes and not shaper.over:
         end = min(offset + size, saved.total_bytes)
         try:
@@ -252,7 +273,7 @@ def stored_shaped(host: Host, saved: SpillMeta, room: int) -> Flow[Shaped | None
         except STORE_FAILURES:
             return None
         shaper.feed(data)
-        offset, size = end, _SHAPE_READ
+        offset, size = end, SHAPE_READ
     return shaper.finish(room)
 
 
@@ -351,9 +372,11 @@ def prepare(
     texts = texts or [""]  # text parts that are all empty
     shaped = None
     shape = None
-    if chars <= JSON_SHAPE_MAX_CHARS:
+    # A shape is shown only for an output saved whole, as a stream or a file gets one:
+    # an output the retention cap will cut is not parsed.
+    if chars <= JSON_SHAPE_MAX_CHARS and _stored_whole(texts, settings):
         shape = _shape_of(texts, budget)
-    if settings.max_line_bytes is not None and shape is None:
+    if settings.max_line_bytes is not None:  # append mode, if the spill is not queryable
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
     media = [p for p in result.content if _attached(p, host)]
@@ -388,7 +411,14 @@ def prepare(
         tool_name=tool_name,
         tool_call_id=tool_call_id,
         json_shape=shape,
+        looks_json=starts_like_json(texts[-1], head_bytes + SLACK),
     )
+
+
+def _stored_whole(texts: Sequence[str], settings: Settings) -> bool:
+    """Whether the retention cap keeps every byte of ``texts`` joined."""
+    cap = settings.retention_bytes
+    return cap is None or joined_text_size(texts) <= cap
 
 
 def _inline(result: ToolResult, suffix: str) -> ToolResult:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +32,7 @@ from spillstore import (
     TruncationService,
 )
 from spillstore._core.utf8 import encode
+from tests.oracle.harness import FailingStore as OracleFailingStore
 from tests.strategies import HOSTILE_PIECES
 
 PIECES = (*HOSTILE_PIECES, "line of text\n", "word ", "\ud83d", "\ude00", "\n\n")
@@ -125,17 +129,7 @@ def test_a_stream_in_mixed_pieces_ends_as_the_whole_output(
     # A whole result that fits comes back as itself, lone surrogates kept; a stream's
     # pieces are bytes once taken, so its text is strict UTF-8 (each one U+FFFD).
     expected = encode(_text(whole)).decode("utf-8")
-    # Known difference: the shape of a JSON output the retention cap cut comes only from
-    # the whole text (a stream keeps only the saved ends, so it shapes or previews them).
-    partial_json = "cannot parse it; search it with" in expected
     for other, store in ((streamed, stream_store), (asyncio.run(run_async()), async_store)):
-        if partial_json:
-            assert other.spill is not None and whole.spill is not None
-            assert (other.spill.sha256, other.spill.stored_ranges) == (
-                whole.spill.sha256,
-                whole.spill.stored_ranges,
-            )
-            continue
         assert _text(other) == expected
         assert other.spill == whole.spill
         if whole.spill is not None and whole.spill.spill_id is not None:
@@ -219,3 +213,94 @@ def test_a_file_of_long_lines_with_a_suffix_and_a_blob_is_shaped_as_the_same_tex
     for result in (sync, twin):
         assert result.spill == whole.spill
         assert _text(result) == _text(whole)
+
+
+def _three_ways(
+    text: str, config: Settings, store: Callable[[], MemoryStore], log: Path
+) -> list[ToolResult]:
+    """``text`` given whole, streamed in 1,000-byte pieces, and handed over as a file."""
+    whole = TruncationService(store(), config).truncate_for_model(
+        text, tool_name="t", tool_call_id="c"
+    )
+    data = encode(text)
+    acc = TruncationService(store(), config).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), 1000):
+        acc.write(data[start : start + 1000])
+    streamed = acc.ok()
+    log.write_bytes(data)
+    adopted = TruncationService(store(), config).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(log)), tool_name="t", tool_call_id="c"
+    )
+    return [whole, streamed, adopted]
+
+
+_CUT = Settings(max_bytes=4096, head_bytes=1000, tail_bytes=500, retention_bytes=8192)
+_JSON_ROWS = [{"id": n, "name": "x" * 20} for n in range(1000)]
+
+
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [(json.dumps(_JSON_ROWS), "append"), (json.dumps(_JSON_ROWS, indent=1), "replace")],
+    ids=["one-line", "pretty"],
+)
+def test_a_json_output_the_retention_cap_cut_reads_the_same_on_every_path(
+    tmp_path: Path, text: str, mode: str
+) -> None:
+    """Whole, streamed or handed over: no shape (a cut document does not parse), and why.
+
+    Before session 9 only the whole text got a shape (of bytes that were not saved), the
+    stream and the file none and no word of why; a one-line document was shaped as
+    lines by the stream (append mode) and not by the whole text.
+    """
+    results = _three_ways(text, _CUT, MemoryStore, tmp_path / "out.json")
+    texts = [_text(r) for r in results]
+    assert texts[1] == texts[0] and texts[2] == texts[0]
+    assert results[1].spill == results[0].spill == results[2].spill
+    assert results[0].spill is not None and results[0].spill.mode == mode
+    assert results[0].spill.saved == "partial"
+    assert "array[1000]" not in texts[0]
+    if mode == "replace":
+        assert "the retention cap saved it in part" in texts[0]
+        assert "query_spill cannot parse it; search it with grep_spill" in texts[0]
+
+
+def test_a_file_over_the_retention_cap_whose_long_lines_alone_overflow_is_shaped(
+    tmp_path: Path,
+) -> None:
+    """Three 5,000-byte lines, 8,192 bytes kept: the file is shaped (append mode), as the
+    whole text and the stream are; before session 9 only a file saved whole was."""
+    config = Settings(
+        max_bytes=9000, head_bytes=1000, tail_bytes=500, max_line_bytes=100, retention_bytes=8192
+    )
+    results = _three_ways(("y" * 5000 + "\n") * 3, config, MemoryStore, tmp_path / "out.log")
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[0].spill is not None and results[0].spill.mode == "append"
+    assert results[2].spill == results[0].spill
+
+
+def test_a_file_whose_long_lines_alone_overflow_on_a_dead_store_is_shaped(
+    tmp_path: Path,
+) -> None:
+    """A store that fails: the file is still shaped from itself, as the whole text and the
+    stream are ("NOT saved", append mode); it got a replace-mode preview before session 9."""
+    config = Settings(max_bytes=4096, head_bytes=1000, tail_bytes=500, max_line_bytes=100)
+    results = _three_ways(
+        ("y" * 5000 + "\n") * 3, config, lambda: OracleFailingStore(100), tmp_path / "out.log"
+    )
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[0].spill is not None and results[0].spill.mode == "append"
+    assert results[0].spill.saved == "none"
+
+
+def test_a_json_output_on_a_dead_store_reads_the_same_on_every_path(tmp_path: Path) -> None:
+    """A JSON output that could not be saved: the whole text gave its shape, the stream
+    line-shaped it; now all three paths give the same preview (a shape guides a query,
+    and there is nothing to query)."""
+    results = _three_ways(
+        json.dumps(_JSON_ROWS),
+        Settings(max_bytes=4096, head_bytes=1000, tail_bytes=500),
+        lambda: OracleFailingStore(100),
+        tmp_path / "out.json",
+    )
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[0].spill is not None and results[0].spill.saved == "none"
