@@ -33,7 +33,6 @@ from spillstore._service.decide import (
     bounded_suffix,
     result_flow,
     spill_args,
-    stored_shape,
 )
 from spillstore._service.flow import (
     SLACK,
@@ -46,6 +45,7 @@ from spillstore._service.flow import (
     drive,
     step_from_ends,
 )
+from spillstore._service.readback import stored_shape
 from spillstore._service.render import render
 from spillstore._service.sides import strict, suffix_flow
 from spillstore._stores.tally import Tally

@@ -18,18 +18,14 @@ from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
-from spillstore._core.json_doc import looks_like_json
 from spillstore._core.json_prefix import starts_like_json
-from spillstore._core.json_shape import JsonShape, json_shape
+from spillstore._core.json_shape import JsonShape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
-from spillstore._core.shape import LineShaper, Shaped, shape_lines
+from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
 from spillstore._service.files import (
-    FIRST_SHAPE_READ,
-    SHAPE_READ,
     read_ends,
     read_if_small,
-    shape_file,
 )
 from spillstore._service.flow import (
     SLACK,
@@ -43,6 +39,13 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.inputs import check_result
+from spillstore._service.readback import (
+    JSON_SHAPE_MAX_CHARS,
+    adopted_ends,
+    file_shaped,
+    shape_of,
+    stored_shape,
+)
 from spillstore._service.render import render
 from spillstore._service.sides import (
     blob_cost,
@@ -73,16 +76,6 @@ log = logging.getLogger("spillstore")
 
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
-
-JSON_SHAPE_MAX_CHARS = 32 * 1024 * 1024
-"""Outputs longer than this get no shape summary: parsing one whole would hold the
-parsed values (several times the text) in memory; ``query_spill`` still works on them."""
-
-JSON_SHAPE_MAX_BYTES = 2048
-"""The most bytes of the shape summary in the pointer."""
-
-JSON_SHAPE_SHARE = 8
-"""The shape summary takes at most this fraction (one eighth) of the budget."""
 
 
 class SpillArgs(TypedDict):
@@ -186,14 +179,7 @@ def _file_flow(
             media_notes=tuple(notes),
             **spill_args(host, tool_name, tool_call_id),
         )
-        (h0, h1), (t0, t1) = _end_ranges(meta, host.settings)
-        head_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, h0, h1)
-        tail_raw = b""
-        if t0 < t1:
-            tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
-        elif meta.total_bytes:  # no tail kept: only the line index knows the last byte
-            index = yield call(store.line_index, store.aline_index, meta.spill_id)
-            ends_with_newline = index.total_newlines == meta.total_lines
+        head_raw, tail_raw, ends_with_newline = yield from adopted_ends(host, path, meta)
         saved = meta
         shape = yield from stored_shape(host, meta, head_raw)
     except STORE_FAILURES as exc:
@@ -211,7 +197,7 @@ def _file_flow(
         budget = settings.max_bytes
         room = budget - utf8_size(bounded_suffix(result.suffix or "", budget))
         room -= APPEND_RESERVE_BYTES + blob_room(budget, sum(is_blob(p, host) for p in others))
-        shaped = yield from _file_shaped(host, path, saved, counted, room)
+        shaped = yield from file_shaped(host, path, saved, counted, room)
     args = spill_args(host, tool_name, tool_call_id)
     others = yield from spill_blobs(host, others, args)
     suffix = yield from suffix_flow(host, result.suffix or "", args)
@@ -232,81 +218,6 @@ def _file_flow(
         looks_json=starts_like_json(head_raw, settings.head_bytes + SLACK),
     )
     return render(host, step, saved)
-
-
-def _file_shaped(
-    host: Host, path: str, saved: SpillMeta | Exception, counted: Measure | None, room: int
-) -> Flow[Shaped | None]:
-    """A handed-over file with its long lines cut (append mode): read back from the store
-    when it holds the whole output, else from the file itself (the retention cap cut the
-    spill, or the store failed), as the whole text and a stream are shaped."""
-    if not isinstance(saved, Exception) and saved.complete:
-        return (yield from stored_shaped(host, saved, room))
-    cap = host.settings.max_line_bytes
-    measured = counted if isinstance(saved, Exception) else saved
-    if cap is None or measured is None or measured.invalid_utf8:
-        return None
-    shaper = LineShaper(max_line_bytes=cap, budget=host.settings.max_bytes)
-    try:
-        shaped: Shaped | None = yield blocking(shape_file, path, shaper, measured.total_bytes, room)
-    except OSError:  # the file went away since: replace mode, as before
-        return None
-    return shaped
-
-
-def stored_shaped(host: Host, saved: SpillMeta, room: int) -> Flow[Shaped | None]:
-    """A saved output with its long lines cut, as :func:`prepare` shapes a text: read
-    back a piece at a time through a :class:`~spillstore._core.shape.LineShaper`, which
-    stops reading once the shaped text is over the budget (so an output of short lines
-    costs one small read). None when it does not fit ``room``, no line is cut, the
-    output is not valid UTF-8 or not saved whole, or a read fails."""
-    cap = host.settings.max_line_bytes
-    if cap is None or not saved.complete or saved.invalid_utf8:
-        return None
-    shaper = LineShaper(max_line_bytes=cap, budget=host.settings.max_bytes)
-    store = host.store
-    offset, size = 0, FIRST_SHAPE_READ
-    while offset < saved.total_bytes and not shaper.over:
-        end = min(offset + size, saved.total_bytes)
-        try:
-            data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, offset, end)
-        except STORE_FAILURES:
-            return None
-        shaper.feed(data)
-        offset, size = end, SHAPE_READ
-    return shaper.finish(room)
-
-
-def stored_shape(
-    host: Host, saved: SpillMeta | Exception, head_raw: bytes
-) -> Flow[JsonShape | None]:
-    """The shape of an output known by its ends (a stream, a file), read back from the store.
-
-    Only for a spill saved in full, of at most :data:`JSON_SHAPE_MAX_CHARS` bytes, whose
-    first significant byte can start JSON; a failed read gives no shape, never an error.
-    """
-    if (
-        isinstance(saved, Exception)
-        or not saved.complete
-        or saved.total_bytes > JSON_SHAPE_MAX_CHARS
-        or not looks_like_json(head_raw[:64])
-    ):
-        return None
-    store = host.store
-    try:
-        data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, 0, saved.total_bytes)
-    except STORE_FAILURES:
-        return None
-    return _shape_of([data.decode("utf-8", "replace")], host.settings.max_bytes)
-
-
-def _shape_of(texts: Sequence[str], budget: int) -> JsonShape | None:
-    """The JSON shape for the pointer, or None for a document nested too deeply to walk
-    (the decoders recurse per level): hostile JSON never fails a tool call."""
-    try:
-        return json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
-    except RecursionError:
-        return None
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
@@ -375,7 +286,7 @@ def prepare(
     # A shape is shown only for an output saved whole, as a stream or a file gets one:
     # an output the retention cap will cut is not parsed.
     if chars <= JSON_SHAPE_MAX_CHARS and _stored_whole(texts, settings):
-        shape = _shape_of(texts, budget)
+        shape = shape_of(texts, budget)
     if settings.max_line_bytes is not None:  # append mode, if the spill is not queryable
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
@@ -478,16 +389,3 @@ def _without_file(result: ToolResult, path: str, exc: Exception) -> ToolResult:
     )
     suffix = note if not result.suffix else f"{note}\n{result.suffix}"
     return dataclasses.replace(result, full_output_path=None, suffix=suffix)
-
-
-def _end_ranges(meta: SpillMeta, settings: Settings) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The stored byte ranges to read for the head and tail previews (with a little slack)."""
-    first_start, first_end = meta.stored_ranges[0] if meta.stored_ranges else (0, 0)
-    last_start, last_end = meta.stored_ranges[-1] if meta.stored_ranges else (0, 0)
-    total = meta.total_bytes
-    # The retention cap kept no head when its share could not hold the first character.
-    head_range = (0, min(first_end, settings.head_bytes + SLACK) if first_start == 0 else 0)
-    if last_end < total:  # the retention cap kept no tail (it could not hold a character)
-        return head_range, (total, total)
-    tail_range = (max(last_start, total - settings.tail_bytes - SLACK), total)
-    return head_range, tail_range

@@ -1,8 +1,8 @@
 """Reading a file a tool handed over (``full_output_path``) without the store.
 
-Three bounded reads: the whole text of a small file, the ends and the measure of a large
-one when the store could not adopt it, and its lines shaped (append mode) when the store
-did not keep it whole. None follows a FIFO or a device.
+Bounded reads: the whole text of a small file, the ends and the measure of a large one
+when the store could not adopt it, and its ends and its lines shaped (append mode) when
+the store did not keep it whole. None follows a FIFO or a device.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from spillstore._errors import StoreError
 from spillstore._service.flow import Measure
 from spillstore._stores.tally import Tally
 
-__all__ = ["FIRST_SHAPE_READ", "SHAPE_READ", "read_ends", "read_if_small", "shape_file"]
+__all__ = [
+    "FIRST_SHAPE_READ",
+    "SHAPE_READ",
+    "read_ends",
+    "read_ends_of",
+    "read_if_small",
+    "shape_file",
+]
 
 _READ_CHUNK = 1024**2
 """Bytes read at a time when a file is previewed without the store."""
@@ -98,3 +105,30 @@ def shape_file(path: str, shaper: LineShaper, total_bytes: int, room: int) -> Sh
             shaper.feed(chunk)
             size = SHAPE_READ
     return shaper.finish(room)
+
+
+def read_ends_of(
+    path: str, total_bytes: int, head_bytes: int, tail_bytes: int
+) -> tuple[bytes, bytes] | None:
+    """The first ``head_bytes`` and last ``tail_bytes`` of a file measured at
+    ``total_bytes`` (two reads, for the previews of an output the store kept in part, so
+    they show what the whole text and a stream show); None when its size changed.
+
+    Raises:
+        StoreError: the path is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{path} is not a regular file")
+        if info.st_size != total_bytes:
+            return None
+        first = os.pread(fd, min(head_bytes, total_bytes), 0)
+        start = max(0, total_bytes - tail_bytes)
+        last = os.pread(fd, total_bytes - start, start)
+    finally:
+        os.close(fd)
+    if len(first) != min(head_bytes, total_bytes) or len(last) != total_bytes - start:
+        return None
+    return first, last

@@ -12,9 +12,7 @@ from tests.strategies import json_documents
 
 
 @given(document=json_documents, data=st.data())
-def test_every_cut_of_a_json_container_starts_like_json(
-    document: str, data: st.DataObject
-) -> None:
+def test_every_cut_of_a_json_container_starts_like_json(document: str, data: st.DataObject) -> None:
     """A document cut anywhere (in a string, an escape, a number or a literal) is a prefix."""
     if document.strip()[:1] not in ("[", "{"):
         return  # a lone scalar: a cut output of one scalar gets no note

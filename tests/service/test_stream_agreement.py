@@ -304,3 +304,38 @@ def test_a_json_output_on_a_dead_store_reads_the_same_on_every_path(tmp_path: Pa
     )
     assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
     assert results[0].spill is not None and results[0].spill.saved == "none"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        Settings(
+            max_bytes=7260,
+            head_bytes=2819,
+            tail_bytes=2579,
+            retention_bytes=13843,
+            retained_tail_bytes=384,
+            max_line_bytes=None,
+        ),
+        Settings(
+            max_bytes=5606,
+            head_bytes=4042,
+            tail_bytes=26,
+            retention_bytes=8164,
+            retained_tail_bytes=7367,
+            max_line_bytes=None,
+        ),
+    ],
+    ids=["tail-kept-shorter", "head-kept-shorter"],
+)
+def test_a_file_the_retention_cap_kept_less_of_shows_the_previews_of_the_whole_text(
+    tmp_path: Path, config: Settings
+) -> None:
+    """The store kept less of an end than its preview shows: a file's previews are read
+    from the file, as the whole text and the stream show them (they showed only what the
+    store kept before session 9, so the same output read differently by path)."""
+    text = "".join(f"{n:05d} step ok\n" for n in range(1500))
+    results = _three_ways(text, config, MemoryStore, tmp_path / "out.log")
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[2].spill == results[0].spill
+    assert results[0].spill is not None and results[0].spill.saved == "partial"
