@@ -33,7 +33,7 @@ from spillstore import (
 )
 from spillstore._core.utf8 import encode
 from tests.oracle.harness import FailingStore as OracleFailingStore
-from tests.strategies import HOSTILE_PIECES
+from tests.strategies import HOSTILE_PIECES, json_documents
 
 PIECES = (*HOSTILE_PIECES, "line of text\n", "word ", "\ud83d", "\ude00", "\n\n")
 
@@ -339,3 +339,46 @@ def test_a_file_the_retention_cap_kept_less_of_shows_the_previews_of_the_whole_t
     assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
     assert results[2].spill == results[0].spill
     assert results[0].spill is not None and results[0].spill.saved == "partial"
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    data=st.data(),
+    text=texts | json_documents,
+    config=configs,
+    suffix=st.sampled_from([None, "exit 1", "\ud800"]),
+    fail_after=st.none() | st.integers(0, 9000),
+)
+def test_a_file_and_a_stream_end_as_the_whole_output(
+    data: st.DataObject, text: str, config: Settings, suffix: str | None, fail_after: int | None
+) -> None:
+    """The same output given whole, streamed or handed over as a file reads the same:
+    pointer text and SpillInfo, saved or not (a store that fails after some bytes)."""
+    padded = text * (1 + 6000 // max(1, len(encode(text))))
+    if data.draw(st.booleans()):  # lines that line shaping cuts
+        padded = padded.replace("\n", "") + "\n" + padded[:300]
+
+    def store() -> MemoryStore:
+        return MemoryStore() if fail_after is None else OracleFailingStore(fail_after)
+
+    def run(result: ToolResult | None = None) -> ToolResult:
+        service = TruncationService(store(), config)
+        if result is not None:
+            return service.truncate_for_model(result, tool_name="t", tool_call_id="c")
+        acc = service.accumulator(tool_name="t", tool_call_id="c")
+        for chunk in data.draw(pieces(padded)):
+            acc.write(chunk)
+        return acc.ok(suffix)
+
+    whole = run(ToolResult(content=(TextPart(padded),), suffix=suffix))
+    with tempfile.NamedTemporaryFile(suffix=".log") as log:
+        log.write(encode(padded))
+        log.flush()
+        adopted = run(ToolResult(content=(), full_output_path=log.name, suffix=suffix))
+    expected = encode(_text(whole)).decode("utf-8")
+    for other in (run(), adopted):
+        saved = (other.spill and other.spill.saved, whole.spill and whole.spill.saved)
+        if fail_after is not None and saved[0] != saved[1]:
+            continue  # the failing store took different writes before it failed
+        assert _text(other) == expected
+        assert other.spill == whole.spill
