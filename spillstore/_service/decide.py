@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
-from spillstore._core.json_prefix import starts_like_json
+from spillstore._core.json_prefix import JSON_PROBE_BYTES, starts_like_json
 from spillstore._core.json_shape import JsonShape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
 from spillstore._core.shape import shape_lines
@@ -329,8 +329,21 @@ def prepare(
         tool_name=tool_name,
         tool_call_id=tool_call_id,
         json_shape=shape,
-        looks_json=starts_like_json(texts[-1], head_bytes + SLACK),
+        looks_json=starts_like_json(_output_start(texts, JSON_PROBE_BYTES), head_bytes + SLACK),
     )
+
+
+def _output_start(texts: Sequence[str], max_chars: int) -> str:
+    """The first ``max_chars`` (at least as many bytes) of the texts joined, as a stream
+    of the same output starts."""
+    taken: list[str] = []
+    size = 0
+    for text in texts:
+        taken.append(text)
+        size += len(text) + len(PART_SEPARATOR)
+        if size >= max_chars:
+            break
+    return PART_SEPARATOR.join(taken)[:max_chars]
 
 
 def _stored_whole(texts: Sequence[str], settings: Settings) -> bool:

@@ -382,3 +382,29 @@ def test_a_file_and_a_stream_end_as_the_whole_output(
             continue  # the failing store took different writes before it failed
         assert _text(other) == expected
         assert other.spill == whole.spill
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ["[INFO] step ok\n" * 400, json.dumps(_JSON_ROWS, indent=1)],
+        ['[{"id": 0', json.dumps(_JSON_ROWS)[9:]],
+    ],
+    ids=["log-then-json", "json-split-early"],
+)
+def test_a_result_of_several_parts_reads_as_its_joined_output_streamed(
+    parts: list[str],
+) -> None:
+    """Whether a cut output "starts like JSON" is judged on the start of the whole output
+    (its parts joined), as a stream of it is: a log followed by JSON structured content
+    does not (it was judged on the last part before session 9)."""
+    from spillstore.text import PART_SEPARATOR
+
+    whole = TruncationService(MemoryStore(), _CUT).truncate_for_model(
+        ToolResult(content=tuple(TextPart(p) for p in parts)), tool_name="t", tool_call_id="c"
+    )
+    acc = TruncationService(MemoryStore(), _CUT).accumulator(tool_name="t", tool_call_id="c")
+    acc.write(PART_SEPARATOR.join(parts))
+    streamed = acc.ok()
+    assert _text(streamed) == _text(whole)
+    assert ("starts like JSON" in _text(whole)) == parts[0].startswith("[{")
