@@ -34,7 +34,7 @@ def starts_like_json(start: str | bytes, kept_bytes: int) -> bool:
     """
     probe = min(JSON_PROBE_BYTES, kept_bytes)
     if isinstance(start, bytes):
-        return is_json_prefix(start[:probe].decode("utf-8", "replace"))
+        return is_json_prefix(head(start, probe).decode("utf-8", "replace"))
     return is_json_prefix(head(start, probe))
 
 

@@ -46,5 +46,8 @@ def test_the_probe_is_the_kept_head_in_bytes_for_str_and_bytes_alike() -> None:
     text = '["' + "\U0001f600" * 400 + '"]' + " tail words" * 100
     for kept in (1, 5, 6, 7, 8, 1024, 10_000):
         assert starts_like_json(text, kept) == starts_like_json(text.encode(), kept)
+    junk = "[1, " + "\u00e9" * 10  # not JSON: a probe cut inside a character hides it alike
+    assert [starts_like_json(junk, n) for n in range(4, 8)] == [True, True, False, False]
+    assert [starts_like_json(junk.encode(), n) for n in range(4, 8)] == [True, True, False, False]
     assert starts_like_json(text, 10_000)  # judged on its first 1,024 bytes only
     assert not starts_like_json('["x"] words', 10_000)
