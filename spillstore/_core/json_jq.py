@@ -39,6 +39,9 @@ class Unsupported(SpillstoreError):
     input) is outside the native subset: jq runs it instead."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: what a `\\uD800` escape without its pair decodes to."""
+
 _TOKEN = re.compile(
     r"""
     (?P<space>\s+|\#[^\n]*)
@@ -75,9 +78,12 @@ def _tokens(expression: str) -> list[tuple[str, Any]]:
             if "\\(" in text:
                 raise Unsupported("string interpolation")
             try:
-                out.append(("string", json.loads(text)))
+                value = json.loads(text)
             except ValueError:
                 raise Unsupported("a string jq reads differently") from None
+            if _SURROGATE.search(value):  # a \uD800 escape without its pair: jq refuses it
+                raise Unsupported("a string jq reads differently")
+            out.append(("string", value))
         elif kind == "number":
             if text.startswith("."):
                 raise Unsupported("a number starting with a dot")

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from spillstore._content import TextPart, ToolResult
+from spillstore._core.json_prefix import starts_like_json
 from spillstore._core.shape import LineShaper
 from spillstore._core.utf8 import encode, utf8_size
 from spillstore._errors import ConfigError, UsageError
@@ -32,7 +33,6 @@ from spillstore._service.decide import (
     bounded_suffix,
     result_flow,
     spill_args,
-    stored_shape,
 )
 from spillstore._service.flow import (
     SLACK,
@@ -45,6 +45,7 @@ from spillstore._service.flow import (
     drive,
     step_from_ends,
 )
+from spillstore._service.readback import stored_shape
 from spillstore._service.render import render
 from spillstore._service.sides import strict, suffix_flow
 from spillstore._stores.tally import Tally
@@ -262,6 +263,7 @@ class OutputAccumulator:
             tool_call_id=self._tool_call_id,
             json_shape=shape,
             shaped=shaped,
+            looks_json=starts_like_json(self._head, self._keep_head),
         )
         return render(host, step, saved)
 

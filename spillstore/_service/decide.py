@@ -18,12 +18,15 @@ from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
 from spillstore._core.cap import PART_SEPARATOR, joined_text_size
-from spillstore._core.json_doc import looks_like_json
-from spillstore._core.json_shape import JsonShape, json_shape
+from spillstore._core.json_prefix import JSON_PROBE_BYTES, starts_like_json
+from spillstore._core.json_shape import JsonShape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
-from spillstore._core.shape import LineShaper, Shaped, shape_lines
+from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
-from spillstore._service.files import read_ends, read_if_small
+from spillstore._service.files import (
+    read_ends,
+    read_if_small,
+)
 from spillstore._service.flow import (
     SLACK,
     STORE_FAILURES,
@@ -36,6 +39,13 @@ from spillstore._service.flow import (
     step_from_ends,
 )
 from spillstore._service.inputs import check_result
+from spillstore._service.readback import (
+    JSON_SHAPE_MAX_CHARS,
+    adopted_ends,
+    file_shaped,
+    shape_of,
+    stored_shape,
+)
 from spillstore._service.render import render
 from spillstore._service.sides import (
     blob_cost,
@@ -64,25 +74,8 @@ __all__ = [
 
 log = logging.getLogger("spillstore")
 
-_FIRST_SHAPE_READ = 64 * 1024
-"""Bytes of a saved output read first to shape it: enough to prove that an output of
-short lines cannot fit once shaped."""
-
-_SHAPE_READ = 1024**2
-"""Bytes read at a time after that (an output of few, long lines is read whole)."""
-
 APPEND_RESERVE_BYTES = 1_024
 """Room kept for the appended pointer in append mode."""
-
-JSON_SHAPE_MAX_CHARS = 32 * 1024 * 1024
-"""Outputs longer than this get no shape summary: parsing one whole would hold the
-parsed values (several times the text) in memory; ``query_spill`` still works on them."""
-
-JSON_SHAPE_MAX_BYTES = 2048
-"""The most bytes of the shape summary in the pointer."""
-
-JSON_SHAPE_SHARE = 8
-"""The shape summary takes at most this fraction (one eighth) of the budget."""
 
 
 class SpillArgs(TypedDict):
@@ -96,14 +89,21 @@ class SpillArgs(TypedDict):
 
 
 def spill_args(host: Host, tool_name: str, tool_call_id: str) -> SpillArgs:
-    """The spill arguments of one tool call."""
+    """The spill arguments of one tool call; the names as strict UTF-8 (a lone surrogate
+    becomes U+FFFD), which every store can record."""
     return SpillArgs(
         session=host.session,
-        tool_name=tool_name,
-        tool_call_id=tool_call_id,
+        tool_name=_recordable(tool_name),
+        tool_call_id=_recordable(tool_call_id),
         retention_bytes=host.settings.retention_bytes,
         retained_tail_bytes=host.settings.retained_tail_bytes,
     )
+
+
+def _recordable(name: str) -> str:
+    """A name as strict UTF-8 (a name that is no ``str`` is left for the store to refuse
+    with its ``ConfigError``)."""
+    return strict(name) if isinstance(name, str) else name
 
 
 def bounded_suffix(suffix: str, max_bytes: int) -> str:
@@ -186,14 +186,7 @@ def _file_flow(
             media_notes=tuple(notes),
             **spill_args(host, tool_name, tool_call_id),
         )
-        (h0, h1), (t0, t1) = _end_ranges(meta, host.settings)
-        head_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, h0, h1)
-        tail_raw = b""
-        if t0 < t1:
-            tail_raw = yield call(store.read_bytes, store.aread_bytes, meta.spill_id, t0, t1)
-        elif meta.total_bytes:  # no tail kept: only the line index knows the last byte
-            index = yield call(store.line_index, store.aline_index, meta.spill_id)
-            ends_with_newline = index.total_newlines == meta.total_lines
+        head_raw, tail_raw, ends_with_newline = yield from adopted_ends(host, path, meta)
         saved = meta
         shape = yield from stored_shape(host, meta, head_raw)
     except STORE_FAILURES as exc:
@@ -207,11 +200,11 @@ def _file_flow(
             fallback = _without_file(result, path, exc)
             return (yield from result_flow(host, fallback, tool_name, tool_call_id))
     shaped = None
-    if shape is None and not isinstance(saved, Exception):
+    if shape is None:
         budget = settings.max_bytes
         room = budget - utf8_size(bounded_suffix(result.suffix or "", budget))
         room -= APPEND_RESERVE_BYTES + blob_room(budget, sum(is_blob(p, host) for p in others))
-        shaped = yield from stored_shaped(host, saved, room)
+        shaped = yield from file_shaped(host, path, saved, counted, room)
     args = spill_args(host, tool_name, tool_call_id)
     others = yield from spill_blobs(host, others, args)
     suffix = yield from suffix_flow(host, result.suffix or "", args)
@@ -229,63 +222,9 @@ def _file_flow(
         json_shape=shape,
         ends_with_newline=ends_with_newline,
         shaped=shaped,
+        looks_json=starts_like_json(head_raw, settings.head_bytes + SLACK),
     )
     return render(host, step, saved)
-
-
-def stored_shaped(host: Host, saved: SpillMeta, room: int) -> Flow[Shaped | None]:
-    """A saved output with its long lines cut, as :func:`prepare` shapes a text: read
-    back a piece at a time through a :class:`~spillstore._core.shape.LineShaper`, which
-    stops reading once the shaped text is over the budget (so an output of short lines
-    costs one small read). None when it does not fit ``room``, no line is cut, the
-    output is not valid UTF-8 or not saved whole, or a read fails."""
-    cap = host.settings.max_line_bytes
-    if cap is None or not saved.complete or saved.invalid_utf8:
-        return None
-    shaper = LineShaper(max_line_bytes=cap, budget=host.settings.max_bytes)
-    store = host.store
-    offset, size = 0, _FIRST_SHAPE_READ
-    while offset < saved.total_bytes and not shaper.over:
-        end = min(offset + size, saved.total_bytes)
-        try:
-            data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, offset, end)
-        except STORE_FAILURES:
-            return None
-        shaper.feed(data)
-        offset, size = end, _SHAPE_READ
-    return shaper.finish(room)
-
-
-def stored_shape(
-    host: Host, saved: SpillMeta | Exception, head_raw: bytes
-) -> Flow[JsonShape | None]:
-    """The shape of an output known by its ends (a stream, a file), read back from the store.
-
-    Only for a spill saved in full, of at most :data:`JSON_SHAPE_MAX_CHARS` bytes, whose
-    first significant byte can start JSON; a failed read gives no shape, never an error.
-    """
-    if (
-        isinstance(saved, Exception)
-        or not saved.complete
-        or saved.total_bytes > JSON_SHAPE_MAX_CHARS
-        or not looks_like_json(head_raw[:64])
-    ):
-        return None
-    store = host.store
-    try:
-        data = yield call(store.read_bytes, store.aread_bytes, saved.spill_id, 0, saved.total_bytes)
-    except STORE_FAILURES:
-        return None
-    return _shape_of([data.decode("utf-8", "replace")], host.settings.max_bytes)
-
-
-def _shape_of(texts: Sequence[str], budget: int) -> JsonShape | None:
-    """The JSON shape for the pointer, or None for a document nested too deeply to walk
-    (the decoders recurse per level): hostile JSON never fails a tool call."""
-    try:
-        return json_shape(texts, min(JSON_SHAPE_MAX_BYTES, budget // JSON_SHAPE_SHARE))
-    except RecursionError:
-        return None
 
 
 def _file_parts(host: Host, result: ToolResult) -> tuple[str, list[str], list[Part]]:
@@ -351,9 +290,11 @@ def prepare(
     texts = texts or [""]  # text parts that are all empty
     shaped = None
     shape = None
-    if chars <= JSON_SHAPE_MAX_CHARS:
-        shape = _shape_of(texts, budget)
-    if settings.max_line_bytes is not None and shape is None:
+    # A shape is shown only for an output saved whole, as a stream or a file gets one:
+    # an output the retention cap will cut is not parsed.
+    if chars <= JSON_SHAPE_MAX_CHARS and _stored_whole(texts, settings):
+        shape = shape_of(texts, budget)
+    if settings.max_line_bytes is not None:  # append mode, if the spill is not queryable
         room = budget - utf8_size(suffix) - APPEND_RESERVE_BYTES - blob_room(budget, blobs)
         shaped = shape_lines(texts, max_line_bytes=settings.max_line_bytes, budget=room)
     media = [p for p in result.content if _attached(p, host)]
@@ -388,7 +329,27 @@ def prepare(
         tool_name=tool_name,
         tool_call_id=tool_call_id,
         json_shape=shape,
+        looks_json=starts_like_json(_output_start(texts, JSON_PROBE_BYTES), head_bytes + SLACK),
     )
+
+
+def _output_start(texts: Sequence[str], max_chars: int) -> str:
+    """The first ``max_chars`` (at least as many bytes) of the texts joined, as a stream
+    of the same output starts."""
+    taken: list[str] = []
+    size = 0
+    for text in texts:
+        taken.append(text)
+        size += len(text) + len(PART_SEPARATOR)
+        if size >= max_chars:
+            break
+    return PART_SEPARATOR.join(taken)[:max_chars]
+
+
+def _stored_whole(texts: Sequence[str], settings: Settings) -> bool:
+    """Whether the retention cap keeps every byte of ``texts`` joined."""
+    cap = settings.retention_bytes
+    return cap is None or joined_text_size(texts) <= cap
 
 
 def _inline(result: ToolResult, suffix: str) -> ToolResult:
@@ -448,16 +409,3 @@ def _without_file(result: ToolResult, path: str, exc: Exception) -> ToolResult:
     )
     suffix = note if not result.suffix else f"{note}\n{result.suffix}"
     return dataclasses.replace(result, full_output_path=None, suffix=suffix)
-
-
-def _end_ranges(meta: SpillMeta, settings: Settings) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The stored byte ranges to read for the head and tail previews (with a little slack)."""
-    first_start, first_end = meta.stored_ranges[0] if meta.stored_ranges else (0, 0)
-    last_start, last_end = meta.stored_ranges[-1] if meta.stored_ranges else (0, 0)
-    total = meta.total_bytes
-    # The retention cap kept no head when its share could not hold the first character.
-    head_range = (0, min(first_end, settings.head_bytes + SLACK) if first_start == 0 else 0)
-    if last_end < total:  # the retention cap kept no tail (it could not hold a character)
-        return head_range, (total, total)
-    tail_range = (max(last_start, total - settings.tail_bytes - SLACK), total)
-    return head_range, tail_range

@@ -180,6 +180,10 @@ class Prepared:
     saved (when something was, the store's metadata holds the size, lines and hash, so
     a large output is not measured twice). ``measure`` is ``None`` for an output the
     store adopted: it is always measured by the store.
+
+    ``json_shape`` is shown only for an output saved in full (it guides a query of the
+    spill); otherwise ``shaped`` (append mode) applies if there is one. ``looks_json``:
+    the output starts like JSON (the pointer says why a spill saved in part has no shape).
     """
 
     result: ToolResult
@@ -193,6 +197,7 @@ class Prepared:
     tool_name: str
     tool_call_id: str
     json_shape: JsonShape | None = None
+    looks_json: bool = False
 
 
 def step_from_ends(
@@ -210,6 +215,7 @@ def step_from_ends(
     json_shape: JsonShape | None = None,
     ends_with_newline: bool | None = None,
     shaped: Shaped | None = None,
+    looks_json: bool = False,
 ) -> Prepared:
     """An oversized output known only by its first and last bytes (a stream, a file).
 
@@ -246,4 +252,5 @@ def step_from_ends(
         tool_name=tool_name,
         tool_call_id=tool_call_id,
         json_shape=json_shape,
+        looks_json=looks_json,
     )

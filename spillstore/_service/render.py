@@ -53,7 +53,10 @@ def render(host: Host, step: Prepared, saved: SpillMeta | Exception) -> ToolResu
         )
         invalid = saved.invalid_utf8
     budget = host.settings.max_bytes - notices_size(step.others)
-    if step.shaped is not None:
+    # A shape guides a query of the spill: it wins over append mode only for an output
+    # saved in full (design: the same output reads the same on every path, and a stream
+    # can shape only what it saved whole).
+    if step.shaped is not None and not (step.json_shape is not None and stored.state == "full"):
         text, info = _append_mode(host, step, stored, measured, invalid)
     else:
         text, info = _replace_mode(host, step, stored, measured, invalid)
@@ -116,24 +119,22 @@ def _raw_over(preview: Preview, over: int) -> int:
 
 
 def _json_notes(host: Host, step: Prepared, stored: Stored) -> list[str]:
-    """The shape of a JSON output, and how to query it (or why it cannot be)."""
+    """The shape of a JSON output saved in full and how to query it, or why a JSON
+    output saved in part has no shape (a cut document does not parse)."""
     shape = step.json_shape
-    if shape is None:
-        return []
-    if stored.state == "full":
+    if stored.state == "full" and shape is not None:
         expression = json.dumps(shape.example, ensure_ascii=False)
         hint = (
             f'Query it with jq: {host.query_tool}(spill="{stored.spill_id}",'
             f" expression={expression}) returns values with their exact byte ranges."
         )
-    elif stored.state == "partial":
-        hint = (
-            f"It was saved in part, so {host.query_tool} cannot parse it; search it with"
-            f" {host.grep_tool}."
-        )
-    else:
-        hint = ""
-    return [*shape.lines, hint] if hint else list(shape.lines)
+        return [*shape.lines, hint]
+    if stored.state == "partial" and step.looks_json:
+        return [
+            f"It starts like JSON, but the retention cap saved it in part, so it has no"
+            f" shape and {host.query_tool} cannot parse it; search it with {host.grep_tool}."
+        ]
+    return []
 
 
 def _append_mode(
@@ -164,6 +165,8 @@ def _append_mode(
             f' Next: {host.read_tool}(spill="{stored.spill_id}", byte_offset={offset},'
             f" max_bytes={DEFAULT_BYTE_PAGE}) reads on from the first cut (line {line})."
         )
+    for json_note in _json_notes(host, step, stored):  # saved in part: why no shape
+        note += f"\n{json_note}"
     if stored.state != "none" and stored.path:
         note += f"\n{path_line(stored.path)}"
     # Compared as the model will read them: a lone surrogate is U+FFFD in both.

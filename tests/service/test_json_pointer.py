@@ -42,14 +42,18 @@ def test_json_pointer_is_deterministic_and_stores_the_bytes_unchanged() -> None:
     assert store.read_bytes(meta.spill_id, 0, meta.total_bytes) == DOCUMENT.encode()
 
 
-def test_a_json_output_saved_in_part_says_query_cannot_parse_it() -> None:
-    """When the retention cap cut the spill, the pointer points to grep instead of query."""
+def test_a_json_output_saved_in_part_says_why_it_has_no_shape() -> None:
+    """When the retention cap cut the spill, no shape (a stream or a file could not give
+    one) and the pointer says why and points to grep instead of query."""
     service = TruncationService(
         MemoryStore(), Settings(retention_bytes=20_000, retained_tail_bytes=4096)
     )
     text = _text(service, DOCUMENT)
-    assert "JSON object, 2 keys:" in text
-    assert "It was saved in part, so query_spill cannot parse it" in text
+    assert "JSON object" not in text
+    assert (
+        "It starts like JSON, but the retention cap saved it in part, so it has no shape and"
+        " query_spill cannot parse it; search it with grep_spill." in text
+    )
 
 
 def test_text_output_pointer_has_no_json_block() -> None:

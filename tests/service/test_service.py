@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hashlib
 from collections.abc import Iterable
@@ -426,3 +427,33 @@ def test_a_spill_exempt_result_passes_through_whatever_it_holds() -> None:
     result = ToolResult(content=("not a part",), spill_exempt=True)  # type: ignore[arg-type]
     service = TruncationService(MemoryStore())
     assert service.truncate_for_model(result, tool_name="t", tool_call_id="c") is result
+
+
+@pytest.mark.parametrize("entry", ["text", "async", "stream", "file"])
+def test_a_tool_name_or_call_id_with_a_lone_surrogate_is_saved_on_a_local_store(
+    tmp_path: Path, entry: str
+) -> None:
+    """The names a host passes are strict UTF-8 by the time they reach the store (a lone
+    surrogate becomes U+FFFD): the local catalog raised UnicodeEncodeError, which is no
+    store failure, so the tool call itself failed."""
+    service = TruncationService(LocalStore(tmp_path / "store"), Settings(max_bytes=4096))
+    text = "line of output\n" * 1000
+    names = {"tool_name": "bash\ud800", "tool_call_id": "call\udfff"}
+    if entry == "text":
+        result = service.truncate_for_model(text, **names)
+    elif entry == "async":
+        result = asyncio.run(service.atruncate_for_model(text, **names))
+    elif entry == "stream":
+        acc = service.accumulator(**names)
+        acc.write(text)
+        result = acc.ok()
+    else:
+        log = tmp_path / "out.log"
+        log.write_text(text, encoding="utf-8")
+        result = service.truncate_for_model(
+            ToolResult(content=(), full_output_path=str(log)), **names
+        )
+    assert result.spill is not None and result.spill.saved == "full"
+    (meta,) = service.store.list("default")
+    assert (meta.tool_name, meta.tool_call_id) == ("bash\ufffd", "call\ufffd")
+    assert service.store.read_bytes(meta.spill_id, 0, meta.total_bytes) == text.encode()

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +32,8 @@ from spillstore import (
     TruncationService,
 )
 from spillstore._core.utf8 import encode
-from tests.strategies import HOSTILE_PIECES
+from tests.oracle.harness import FailingStore as OracleFailingStore
+from tests.strategies import HOSTILE_PIECES, json_documents
 
 PIECES = (*HOSTILE_PIECES, "line of text\n", "word ", "\ud83d", "\ude00", "\n\n")
 
@@ -125,17 +129,7 @@ def test_a_stream_in_mixed_pieces_ends_as_the_whole_output(
     # A whole result that fits comes back as itself, lone surrogates kept; a stream's
     # pieces are bytes once taken, so its text is strict UTF-8 (each one U+FFFD).
     expected = encode(_text(whole)).decode("utf-8")
-    # Known difference: the shape of a JSON output the retention cap cut comes only from
-    # the whole text (a stream keeps only the saved ends, so it shapes or previews them).
-    partial_json = "cannot parse it; search it with" in expected
     for other, store in ((streamed, stream_store), (asyncio.run(run_async()), async_store)):
-        if partial_json:
-            assert other.spill is not None and whole.spill is not None
-            assert (other.spill.sha256, other.spill.stored_ranges) == (
-                whole.spill.sha256,
-                whole.spill.stored_ranges,
-            )
-            continue
         assert _text(other) == expected
         assert other.spill == whole.spill
         if whole.spill is not None and whole.spill.spill_id is not None:
@@ -219,3 +213,198 @@ def test_a_file_of_long_lines_with_a_suffix_and_a_blob_is_shaped_as_the_same_tex
     for result in (sync, twin):
         assert result.spill == whole.spill
         assert _text(result) == _text(whole)
+
+
+def _three_ways(
+    text: str, config: Settings, store: Callable[[], MemoryStore], log: Path
+) -> list[ToolResult]:
+    """``text`` given whole, streamed in 1,000-byte pieces, and handed over as a file."""
+    whole = TruncationService(store(), config).truncate_for_model(
+        text, tool_name="t", tool_call_id="c"
+    )
+    data = encode(text)
+    acc = TruncationService(store(), config).accumulator(tool_name="t", tool_call_id="c")
+    for start in range(0, len(data), 1000):
+        acc.write(data[start : start + 1000])
+    streamed = acc.ok()
+    log.write_bytes(data)
+    adopted = TruncationService(store(), config).truncate_for_model(
+        ToolResult(content=(), full_output_path=str(log)), tool_name="t", tool_call_id="c"
+    )
+    return [whole, streamed, adopted]
+
+
+_CUT = Settings(max_bytes=4096, head_bytes=1000, tail_bytes=500, retention_bytes=8192)
+_JSON_ROWS = [{"id": n, "name": "x" * 20} for n in range(1000)]
+
+
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [(json.dumps(_JSON_ROWS), "append"), (json.dumps(_JSON_ROWS, indent=1), "replace")],
+    ids=["one-line", "pretty"],
+)
+def test_a_json_output_the_retention_cap_cut_reads_the_same_on_every_path(
+    tmp_path: Path, text: str, mode: str
+) -> None:
+    """Whole, streamed or handed over: no shape (a cut document does not parse), and why.
+
+    Before session 9 only the whole text got a shape (of bytes that were not saved), the
+    stream and the file none and no word of why; a one-line document was shaped as
+    lines by the stream (append mode) and not by the whole text.
+    """
+    results = _three_ways(text, _CUT, MemoryStore, tmp_path / "out.json")
+    texts = [_text(r) for r in results]
+    assert texts[1] == texts[0] and texts[2] == texts[0]
+    assert results[1].spill == results[0].spill == results[2].spill
+    assert results[0].spill is not None and results[0].spill.mode == mode
+    assert results[0].spill.saved == "partial"
+    assert "array[1000]" not in texts[0]
+    if mode == "replace":
+        assert "the retention cap saved it in part" in texts[0]
+        assert "query_spill cannot parse it; search it with grep_spill" in texts[0]
+
+
+def test_a_file_over_the_retention_cap_whose_long_lines_alone_overflow_is_shaped(
+    tmp_path: Path,
+) -> None:
+    """Three 5,000-byte lines, 8,192 bytes kept: the file is shaped (append mode), as the
+    whole text and the stream are; before session 9 only a file saved whole was."""
+    config = Settings(
+        max_bytes=9000, head_bytes=1000, tail_bytes=500, max_line_bytes=100, retention_bytes=8192
+    )
+    results = _three_ways(("y" * 5000 + "\n") * 3, config, MemoryStore, tmp_path / "out.log")
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[0].spill is not None and results[0].spill.mode == "append"
+    assert results[2].spill == results[0].spill
+
+
+def test_a_file_whose_long_lines_alone_overflow_on_a_dead_store_is_shaped(
+    tmp_path: Path,
+) -> None:
+    """A store that fails: the file is still shaped from itself, as the whole text and the
+    stream are ("NOT saved", append mode); it got a replace-mode preview before session 9."""
+    config = Settings(max_bytes=4096, head_bytes=1000, tail_bytes=500, max_line_bytes=100)
+    results = _three_ways(
+        ("y" * 5000 + "\n") * 3, config, lambda: OracleFailingStore(100), tmp_path / "out.log"
+    )
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[0].spill is not None and results[0].spill.mode == "append"
+    assert results[0].spill.saved == "none"
+
+
+def test_a_json_output_on_a_dead_store_reads_the_same_on_every_path(tmp_path: Path) -> None:
+    """A JSON output that could not be saved: the whole text gave its shape, the stream
+    line-shaped it; now all three paths give the same preview (a shape guides a query,
+    and there is nothing to query)."""
+    results = _three_ways(
+        json.dumps(_JSON_ROWS),
+        Settings(max_bytes=4096, head_bytes=1000, tail_bytes=500),
+        lambda: OracleFailingStore(100),
+        tmp_path / "out.json",
+    )
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[0].spill is not None and results[0].spill.saved == "none"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        Settings(
+            max_bytes=7260,
+            head_bytes=2819,
+            tail_bytes=2579,
+            retention_bytes=13843,
+            retained_tail_bytes=384,
+            max_line_bytes=None,
+        ),
+        Settings(
+            max_bytes=5606,
+            head_bytes=4042,
+            tail_bytes=26,
+            retention_bytes=8164,
+            retained_tail_bytes=7367,
+            max_line_bytes=None,
+        ),
+    ],
+    ids=["tail-kept-shorter", "head-kept-shorter"],
+)
+def test_a_file_the_retention_cap_kept_less_of_shows_the_previews_of_the_whole_text(
+    tmp_path: Path, config: Settings
+) -> None:
+    """The store kept less of an end than its preview shows: a file's previews are read
+    from the file, as the whole text and the stream show them (they showed only what the
+    store kept before session 9, so the same output read differently by path)."""
+    text = "".join(f"{n:05d} step ok\n" for n in range(1500))
+    results = _three_ways(text, config, MemoryStore, tmp_path / "out.log")
+    assert [_text(r) for r in results[1:]] == [_text(results[0])] * 2
+    assert results[2].spill == results[0].spill
+    assert results[0].spill is not None and results[0].spill.saved == "partial"
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    data=st.data(),
+    text=texts | json_documents,
+    config=configs,
+    suffix=st.sampled_from([None, "exit 1", "\ud800"]),
+    fail_after=st.none() | st.integers(0, 9000),
+)
+def test_a_file_and_a_stream_end_as_the_whole_output(
+    data: st.DataObject, text: str, config: Settings, suffix: str | None, fail_after: int | None
+) -> None:
+    """The same output given whole, streamed or handed over as a file reads the same:
+    pointer text and SpillInfo, saved or not (a store that fails after some bytes)."""
+    padded = text * (1 + 6000 // max(1, len(encode(text))))
+    if data.draw(st.booleans()):  # lines that line shaping cuts
+        padded = padded.replace("\n", "") + "\n" + padded[:300]
+
+    def store() -> MemoryStore:
+        return MemoryStore() if fail_after is None else OracleFailingStore(fail_after)
+
+    def run(result: ToolResult | None = None) -> ToolResult:
+        service = TruncationService(store(), config)
+        if result is not None:
+            return service.truncate_for_model(result, tool_name="t", tool_call_id="c")
+        acc = service.accumulator(tool_name="t", tool_call_id="c")
+        for chunk in data.draw(pieces(padded)):
+            acc.write(chunk)
+        return acc.ok(suffix)
+
+    whole = run(ToolResult(content=(TextPart(padded),), suffix=suffix))
+    with tempfile.NamedTemporaryFile(suffix=".log") as log:
+        log.write(encode(padded))
+        log.flush()
+        adopted = run(ToolResult(content=(), full_output_path=log.name, suffix=suffix))
+    expected = encode(_text(whole)).decode("utf-8")
+    for other in (run(), adopted):
+        saved = (other.spill and other.spill.saved, whole.spill and whole.spill.saved)
+        if fail_after is not None and saved[0] != saved[1]:
+            continue  # the failing store took different writes before it failed
+        assert _text(other) == expected
+        assert other.spill == whole.spill
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ["[INFO] step ok\n" * 400, json.dumps(_JSON_ROWS, indent=1)],
+        ['[{"id": 0', json.dumps(_JSON_ROWS)[9:]],
+    ],
+    ids=["log-then-json", "json-split-early"],
+)
+def test_a_result_of_several_parts_reads_as_its_joined_output_streamed(
+    parts: list[str],
+) -> None:
+    """Whether a cut output "starts like JSON" is judged on the start of the whole output
+    (its parts joined), as a stream of it is: a log followed by JSON structured content
+    does not (it was judged on the last part before session 9)."""
+    from spillstore.text import PART_SEPARATOR
+
+    whole = TruncationService(MemoryStore(), _CUT).truncate_for_model(
+        ToolResult(content=tuple(TextPart(p) for p in parts)), tool_name="t", tool_call_id="c"
+    )
+    acc = TruncationService(MemoryStore(), _CUT).accumulator(tool_name="t", tool_call_id="c")
+    acc.write(PART_SEPARATOR.join(parts))
+    streamed = acc.ok()
+    assert _text(streamed) == _text(whole)
+    assert ("starts like JSON" in _text(whole)) == parts[0].startswith("[{")

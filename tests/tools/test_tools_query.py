@@ -324,3 +324,32 @@ def test_a_document_nested_too_deeply_is_a_clear_error(
     text = text_of(result)
     assert said in text and "nested too deeply" in text, text
     assert "a ? after a step" not in text  # not the expression's fault
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer"),
+    [
+        ('"\\ud800"', None),
+        ('"\\ud83d" + "\\ude00"', None),
+        ('{"\\ud800": 1}', None),
+        ('"\\udfff"', '1. "\ufffd"'),
+        ('.a == "x\\udfff"', "1. false"),
+    ],
+)
+def test_a_lone_surrogate_escape_in_a_string_literal_is_read_as_jq_reads_it(
+    tools: SpillTools, expression: str, answer: str | None
+) -> None:
+    """jq refuses a high ``\\uD800`` escape without its pair when it compiles the program,
+    and reads a lone low one as U+FFFD; the native evaluator took both as lone
+    surrogates, which reached the model's text (never strict UTF-8) or joined two
+    halves into one character."""
+    spill = _put(tools, json.dumps({"a": "x", "pad": "p" * 3000}))
+    result = tools.call("query_spill", {"spill": spill, "expression": expression})
+    text = text_of(result)
+    text.encode("utf-8")  # strict UTF-8: no lone surrogate reaches the model
+    if answer is None:
+        assert result.is_error
+        assert "does not compile" in text and "surrogate" in text
+    else:
+        assert not result.is_error
+        assert text.split("\n")[-1] == answer
