@@ -23,6 +23,7 @@ from spillstore._core.json_shape import JsonShape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
 from spillstore._core.shape import shape_lines
 from spillstore._core.utf8 import hash_and_size, head, utf8_size
+from spillstore._errors import SpillNotFound
 from spillstore._service.files import (
     read_ends,
     read_if_small,
@@ -186,7 +187,16 @@ def _file_flow(
             media_notes=tuple(notes),
             **spill_args(host, tool_name, tool_call_id),
         )
-        head_raw, tail_raw, ends_with_newline = yield from adopted_ends(host, path, meta)
+        try:
+            head_raw, tail_raw, ends_with_newline = yield from adopted_ends(host, path, meta)
+        except STORE_FAILURES as exc:
+            if isinstance(exc, SpillNotFound):  # collected since: said as not saved
+                raise
+            # Saved; only reading it back failed: the file is there to preview.
+            log.warning("spillstore: could not read back spill %s: %s", meta.spill_id, exc)
+            head_raw, tail_raw, _ = yield blocking(
+                read_ends, path, settings.head_bytes + SLACK, settings.tail_bytes + SLACK
+            )
         saved = meta
         shape = yield from stored_shape(host, meta, head_raw)
     except STORE_FAILURES as exc:

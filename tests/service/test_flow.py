@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from spillstore._content import TextPart, ToolResult
+from spillstore._core.utf8 import utf8_size
 from spillstore._errors import ConfigError, SpillExpired
 from spillstore._service.flow import Flow, Request, adrive, blocking, call, drive
 from spillstore._service.service import TruncationService
@@ -125,3 +126,35 @@ def test_spill_collected_after_adoption_falls_back_to_a_preview_of_the_file(
     text = _text(service.truncate_for_model(result, tool_name="t", tool_call_id="c"))
     assert "NOT saved (SpillExpired: spill " in text
     assert BIG[:20] in text and BIG.rstrip("\n")[-20:] in text
+
+
+class ReadBackFailsAfterAdopt(LocalStore):
+    """A store that adopts a file, then fails to read it back (a transient I/O error)."""
+
+    def read_bytes(self, spill_id: str, start: int, end: int) -> bytes:
+        raise OSError(5, "Input/output error (injected)")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_read_back_failing_after_adoption_still_says_saved(
+    tmp_path: Path, mode: str
+) -> None:
+    """The spill exists once adopted: a failed read-back takes the previews from the file,
+    and the pointer names the saved spill (it said NOT saved)."""
+    log = tmp_path / "run.log"
+    log.write_text(BIG, encoding="utf-8")
+    result = ToolResult(content=(TextPart("inline part"),), full_output_path=str(log))
+    root = tmp_path / "store"
+    service = TruncationService(ReadBackFailsAfterAdopt(root), SMALL)
+    if mode == "sync":
+        out = service.truncate_for_model(result, tool_name="t", tool_call_id="c")
+    else:
+        out = await service.atruncate_for_model(result, tool_name="t", tool_call_id="c")
+    text = _text(out)
+    assert "NOT saved" not in text
+    assert out.spill is not None
+    assert out.spill.spill_id in text
+    assert BIG[:20] in text and BIG.rstrip("\n")[-20:] in text
+    healthy = LocalStore(root)
+    assert healthy.read_bytes(out.spill.spill_id, 0, utf8_size(BIG)) == BIG.encode()
