@@ -26,6 +26,7 @@ __all__ = [
     "head_cut",
     "is_continuation",
     "iter_encoded",
+    "strict",
     "tail",
     "tail_cut",
     "utf8_size",
@@ -60,6 +61,11 @@ codecs.register_error(ENCODE_ERRORS, _replace_with_fffd)
 def encode(text: str) -> bytes:
     """Encode ``text`` as UTF-8, lone surrogates becoming U+FFFD."""
     return text.encode("utf-8", ENCODE_ERRORS)
+
+
+def strict(text: str) -> str:
+    """``text`` as strict UTF-8: each lone surrogate becomes U+FFFD (same byte size)."""
+    return text if text.isascii() else encode(text).decode("utf-8")
 
 
 def iter_encoded(text: str, chunk_chars: int = ENCODE_CHUNK_CHARS) -> Iterator[bytes]:

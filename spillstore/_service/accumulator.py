@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from spillstore._content import TextPart, ToolResult
 from spillstore._core.json_prefix import starts_like_json
 from spillstore._core.shape import LineShaper
-from spillstore._core.utf8 import encode, utf8_size
+from spillstore._core.utf8 import encode, strict, utf8_size
 from spillstore._errors import ConfigError, UsageError
 from spillstore._service.decide import (
     APPEND_RESERVE_BYTES,
@@ -47,7 +47,7 @@ from spillstore._service.flow import (
 )
 from spillstore._service.readback import stored_shape
 from spillstore._service.render import render
-from spillstore._service.sides import strict, suffix_flow
+from spillstore._service.sides import suffix_flow
 from spillstore._stores.tally import Tally
 
 if TYPE_CHECKING:

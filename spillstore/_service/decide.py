@@ -22,7 +22,7 @@ from spillstore._core.json_prefix import JSON_PROBE_BYTES, starts_like_json
 from spillstore._core.json_shape import JsonShape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
 from spillstore._core.shape import shape_lines
-from spillstore._core.utf8 import hash_and_size, head, utf8_size
+from spillstore._core.utf8 import hash_and_size, head, strict, utf8_size
 from spillstore._errors import SpillNotFound
 from spillstore._service.files import (
     read_ends,
@@ -54,7 +54,6 @@ from spillstore._service.sides import (
     is_blob,
     keep_text_flow,
     spill_blobs,
-    strict,
     suffix_flow,
     suffix_view,
 )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from spillstore._content import EmbeddedText, MediaPart, Part, TextPart, ToolResult
 from spillstore._core.pointer import DEFAULT_BYTE_PAGE, printable
 from spillstore._core.ranges import format_ranges
-from spillstore._core.utf8 import encode, head, tail, utf8_size
+from spillstore._core.utf8 import encode, head, strict, tail, utf8_size
 from spillstore._service.flow import STORE_FAILURES, Flow, Host, call
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ __all__ = [
     "keep_text_flow",
     "side_flow",
     "spill_blobs",
-    "strict",
     "suffix_cap",
     "suffix_flow",
     "suffix_view",
@@ -49,11 +48,6 @@ MAX_BLOB_NOTICES_SHARE = 4
 
 _REASON_BYTES = 120
 """The most bytes of a store error quoted in a notice."""
-
-
-def strict(text: str) -> str:
-    """``text`` as strict UTF-8: each lone surrogate becomes U+FFFD (same byte size)."""
-    return text if text.isascii() else encode(text).decode("utf-8")
 
 
 def is_blob(part: Part, host: Host) -> bool:

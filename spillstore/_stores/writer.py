@@ -17,11 +17,11 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Final
+from typing import Final, TypeVar
 
 from spillstore._core.ids import make_spill_id
 from spillstore._core.index import IndexBuilder, LineIndex
-from spillstore._core.utf8 import ENCODE_ERRORS
+from spillstore._core.utf8 import ENCODE_ERRORS, strict
 from spillstore._errors import ConfigError, StoreError, UsageError
 from spillstore._stores.errors import map_os_errors
 from spillstore._stores.meta import SpillMeta
@@ -92,6 +92,15 @@ def _check_open(state: str) -> None:
         raise UsageError(f"this spill writer is already {state}")
 
 
+_V = TypeVar("_V")
+
+
+def _stored(value: _V) -> _V:
+    """A text as it is recorded: strict UTF-8, each lone surrogate U+FFFD (SQLite and
+    JSON sidecars refuse them); anything else as given, for the metadata's checks."""
+    return strict(value) if isinstance(value, str) else value  # type: ignore[return-value]
+
+
 class SpillWriter:
     """Streams one output into the store with bounded memory; use as a context manager.
 
@@ -121,8 +130,9 @@ class SpillWriter:
     ) -> None:
         self._sink = sink
         self._session = session
-        self._tool_name = tool_name
-        self._tool_call_id = tool_call_id
+        # Recorded as strict UTF-8 (a lone surrogate as U+FFFD), as every text is stored.
+        self._tool_name = _stored(tool_name)
+        self._tool_call_id = _stored(tool_call_id)
         self._builder = IndexBuilder(retention_bytes, retained_tail_bytes)
         self._pipeline = Pipeline(sink.write)
         self._utf8 = Utf8Check()
@@ -248,7 +258,8 @@ class SpillWriter:
             for part in cut.final_parts:
                 self._pipeline.submit(b"", part)
             sha256 = self._pipeline.finish()
-            notes = tuple(media_notes)
+            notes = tuple(map(_stored, media_notes))
+            suffix = _stored(suffix)
             spill_id = make_spill_id(
                 session=self._session,
                 tool_name=self._tool_name,

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spillstore._content import MediaPart, TextPart, ToolResult
-from spillstore._core.utf8 import utf8_size
+from spillstore._core.utf8 import strict, utf8_size
 from spillstore._errors import StoreError
 from spillstore._service.service import TruncationService
-from spillstore._service.sides import blob_bytes, strict
+from spillstore._service.sides import blob_bytes
 from spillstore._settings import Settings
 from spillstore._stores.base import Store
 from spillstore._stores.local import LocalStore

@@ -340,6 +340,42 @@ def test_lone_surrogates_become_fffd(any_store: Store) -> None:
     assert not meta.invalid_utf8
 
 
+def test_lone_surrogates_in_names_suffix_and_notes_are_stored_as_fffd(
+    any_store: Store, tmp_path: Path
+) -> None:
+    """Names, the suffix and media notes with lone surrogates are recorded as strict
+    UTF-8 by every backend, through put and adopt (the local catalog raised
+    UnicodeEncodeError), and read back the same from a fresh listing."""
+    source = tmp_path / "out.log"
+    source.write_bytes(b"adopted\n")
+    metas = [
+        any_store.put(
+            b"x",
+            session="s1",
+            tool_name="t\ud800",
+            tool_call_id="c\udfff",
+            suffix="end \udc80",
+            media_notes=("image \ud83d",),
+        ),
+        any_store.adopt(
+            source,
+            session="s1",
+            tool_name="a\ud800",
+            tool_call_id="\udfff",
+            suffix="\ud800",
+        ),
+    ]
+    assert (metas[0].tool_name, metas[0].tool_call_id) == ("t\ufffd", "c\ufffd")
+    assert (metas[0].suffix, metas[0].media_notes) == ("end \ufffd", ("image \ufffd",))
+    assert (metas[1].tool_name, metas[1].tool_call_id, metas[1].suffix) == (
+        "a\ufffd", "\ufffd", "\ufffd"
+    )  # fmt: skip
+    listed = {meta.spill_id: meta for meta in any_store.list("s1")}
+    for meta in metas:
+        assert listed[meta.spill_id] == meta
+        assert any_store.stat(meta.spill_id) == meta
+
+
 def test_line_counting_convention(any_store: Store) -> None:
     """total_lines counts newlines, plus one for a final line without one."""
     for data, lines in [(b"", 0), (b"a", 1), (b"a\n", 1), (b"a\nb", 2), (b"\n\n", 2)]:
