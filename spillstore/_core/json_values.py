@@ -138,8 +138,8 @@ def as_number(value: float) -> Any:
     if type(value) is float:
         if math.isnan(value) or math.isinf(value):
             raise Unsupported("a number a double cannot hold")
-        if value.is_integer() and abs(value) < SAFE_INT:
-            return int(value)
+        if value.is_integer() and abs(value) < SAFE_INT and (value or math.copysign(1, value) > 0):
+            return int(value)  # but -0.0 stays: jq prints it -0
     return value
 
 

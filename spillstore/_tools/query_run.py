@@ -24,6 +24,7 @@ from spillstore._core.json_doc import JsonDoc, NotJson
 from spillstore._core.json_eval import Program, compile_jq
 from spillstore._core.json_jq import Node, Unsupported, parse_jq
 from spillstore._core.json_lazy import Keep, LazyDoc, parse_chunked
+from spillstore._core.json_print import jq_text
 from spillstore._core.json_values import JqError
 from spillstore._core.utf8 import utf8_size
 from spillstore._tools.query_limits import Parsing, no_parse_allowance
@@ -242,6 +243,7 @@ def _found(value: Any, byte_range: tuple[int, int] | None, line: int | None, ask
     if "Infinity" in dumped and _has_infinity(value):
         # 1e400 in the text: Python reads infinity, jq the largest double; jq shows it.
         raise Unsupported("a number past the largest double")
+    dumped = jq_text(dumped)  # numbers as jq writes them, whichever evaluator ran
     size = len(dumped.encode("utf-8", "replace"))
     return _cut(dumped, ask.max_result_bytes), size, byte_range, line
 
