@@ -17,9 +17,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, overload
 
-from spillstore._content import Part, TextPart, ToolResult
+from spillstore._content import EmbeddedText, Part, TextPart, ToolResult
 from spillstore._core.checks import check_int
-from spillstore._core.utf8 import encode, hash_and_size, head, tail, utf8_size
+from spillstore._core.utf8 import encode, hash_and_size, head, strict, tail, utf8_size
 from spillstore._errors import ConfigError
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "elide_middle",
     "elision_marker",
     "joined_text_size",
+    "strict_parts",
 ]
 
 PART_SEPARATOR = "\n"
@@ -192,8 +193,9 @@ def elide_middle(
 ) -> _Text:
     """Keep the head and tail of one ``str`` or ``bytes`` within ``max_bytes``, marker included.
 
-    The single-value form of :func:`cap_content`: ``text`` itself when it fits, else
-    head + :func:`elision_marker` + tail. Costs O(``max_bytes``) for ``bytes`` and ASCII
+    The single-value form of :func:`cap_content`: ``text`` itself when it fits (a
+    ``str`` with lone surrogates made strict UTF-8, each one U+FFFD), else head +
+    :func:`elision_marker` + tail. Costs O(``max_bytes``) for ``bytes`` and ASCII
     ``str``; other strings take one chunked pass to learn their exact size.
 
     Raises:
@@ -202,11 +204,25 @@ def elide_middle(
     check_int("max_bytes", max_bytes, minimum=MIN_CAP_BYTES)
     _check_ratio(head_ratio)
     if isinstance(text, str) and _fits(text, max_bytes):
-        return text
+        return strict(text)
     total = utf8_size(text)
     if total <= max_bytes:
-        return text
+        return strict(text) if isinstance(text, str) else text
     return _elide([text], total, max_bytes, tool_name, head_ratio)
+
+
+def strict_parts(parts: Sequence[Part]) -> Sequence[Part]:
+    """``parts`` with their texts as strict UTF-8 (each lone surrogate U+FFFD), the model's
+    text in every mode (design 0b); ``parts`` itself when every text already is."""
+    out = list(parts)
+    changed = False
+    for i, part in enumerate(out):
+        if isinstance(part, TextPart | EmbeddedText):
+            text = strict(part.text)
+            if text is not part.text:
+                out[i] = dataclasses.replace(part, text=text)
+                changed = True
+    return out if changed else parts
 
 
 def _capped_parts(
@@ -216,10 +232,10 @@ def _capped_parts(
     # Cheap bound first: no character is wider than 4 bytes.
     upper = sum(map(len, texts)) * 4 + len(PART_SEPARATOR) * max(len(texts) - 1, 0)
     if upper <= max_bytes:
-        return parts
+        return strict_parts(parts)
     total = joined_text_size(texts)
     if total <= max_bytes:
-        return parts
+        return strict_parts(parts)
     capped: TextPart | None = TextPart(_elide(texts, total, max_bytes, tool_name, head_ratio))
     out: list[Part] = []
     for part in parts:

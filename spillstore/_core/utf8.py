@@ -64,8 +64,15 @@ def encode(text: str) -> bytes:
 
 
 def strict(text: str) -> str:
-    """``text`` as strict UTF-8: each lone surrogate becomes U+FFFD (same byte size)."""
-    return text if text.isascii() else encode(text).decode("utf-8")
+    """``text`` as strict UTF-8: each lone surrogate becomes U+FFFD (same byte size);
+    ``text`` itself when it has none."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return encode(text).decode("utf-8")
+    return text
 
 
 def iter_encoded(text: str, chunk_chars: int = ENCODE_CHUNK_CHARS) -> Iterator[bytes]:

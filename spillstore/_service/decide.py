@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from spillstore._content import EmbeddedText, MediaPart, Part, ResourceLink, TextPart, ToolResult
-from spillstore._core.cap import PART_SEPARATOR, joined_text_size
+from spillstore._core.cap import PART_SEPARATOR, joined_text_size, strict_parts
 from spillstore._core.json_prefix import JSON_PROBE_BYTES, starts_like_json
 from spillstore._core.json_shape import JsonShape
 from spillstore._core.pointer import Preview, count_newlines, plan_preview, printable
@@ -292,7 +292,7 @@ def prepare(
     if chars * 4 + blobs <= budget or (
         chars + blobs <= budget and _model_text_size(texts, suffix) + blobs <= budget
     ):
-        return result if not suffix else _inline(result, suffix)
+        return _strict(result if not suffix else _inline(result, suffix))
     suffix = bounded_suffix(suffix, budget)
     if _model_text_size(texts, suffix) + blob_room(budget, blobs) <= budget:
         return TextKept(result)  # only the blobs or the suffix are over: the text stays
@@ -359,6 +359,15 @@ def _stored_whole(texts: Sequence[str], settings: Settings) -> bool:
     """Whether the retention cap keeps every byte of ``texts`` joined."""
     cap = settings.retention_bytes
     return cap is None or joined_text_size(texts) <= cap
+
+
+def _strict(result: ToolResult) -> ToolResult:
+    """A result that fits, its texts as strict UTF-8 (design 0b: the model's text in every
+    mode); the same object when they already are."""
+    content = strict_parts(result.content)
+    return (
+        result if content is result.content else dataclasses.replace(result, content=tuple(content))
+    )
 
 
 def _inline(result: ToolResult, suffix: str) -> ToolResult:

@@ -19,7 +19,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from spillstore._content import EmbeddedText, MediaPart, Part, TextPart, ToolResult
+from spillstore._content import MediaPart, Part, TextPart, ToolResult
+from spillstore._core.cap import strict_parts
 from spillstore._core.pointer import DEFAULT_BYTE_PAGE, printable
 from spillstore._core.ranges import format_ranges
 from spillstore._core.utf8 import encode, head, strict, tail, utf8_size
@@ -208,16 +209,9 @@ def keep_text_flow(host: Host, result: ToolResult, args: Mapping[str, Any]) -> F
     are (made strict UTF-8). The caller checked that the text, the suffix's view and
     the notices' room fit the budget together.
     """
-    parts = [_strict_part(part) for part in result.content]
+    parts = list(strict_parts(result.content))
     content = yield from spill_blobs(host, parts, args)
     suffix = yield from suffix_flow(host, result.suffix or "", args)
     if suffix:
         content.append(TextPart(suffix))
     return dataclasses.replace(result, content=tuple(content), suffix=None)
-
-
-def _strict_part(part: Part) -> Part:
-    """A text part as strict UTF-8 (the same part when it already is)."""
-    if isinstance(part, TextPart | EmbeddedText) and strict(part.text) != part.text:
-        return dataclasses.replace(part, text=strict(part.text))
-    return part

@@ -51,3 +51,25 @@ def test_a_value_that_fits_comes_back_as_the_same_object() -> None:
     """No cut needed: the very same object, as the module promises."""
     value = "short é"
     assert text.head(value, 100) is value and text.tail(value, 100) is value
+
+
+def test_fitting_text_with_lone_surrogates_comes_back_as_strict_utf8() -> None:
+    """Design 0b: the model's text is strict UTF-8 in every mode. A ``str`` that fits
+    comes back itself unless it holds a lone surrogate, then with U+FFFD for each; the
+    same for the text parts of ``cap_content`` (other parts untouched)."""
+    from spillstore._content import MediaPart, TextPart, ToolResult
+    from spillstore.text import cap_content, elide_middle
+
+    clean = "héllo wörld"
+    assert elide_middle(clean, 1_000, tool_name="t") is clean
+    for given_text in ("a\ud800b", "\udfff" * 100, "é\ud83d"):
+        expected = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in given_text)
+        assert elide_middle(given_text, 1_000, tool_name="t") == expected
+    media = MediaPart(kind="image", mime_type="image/png", data=b"x")
+    result = ToolResult(content=(TextPart("ok"), TextPart("x\udc80"), media))
+    capped = cap_content(result, 1_000, tool_name="t")
+    assert isinstance(capped, ToolResult)
+    assert [getattr(p, "text", None) for p in capped.content] == ["ok", "x\ufffd", None]
+    assert capped.content[2] is media
+    untouched = ToolResult(content=(TextPart("ok"), media))
+    assert cap_content(untouched, 1_000, tool_name="t") is untouched

@@ -50,6 +50,36 @@ def test_spill_exempt_result_is_same_object() -> None:
     assert _service().truncate_for_model(result, tool_name="t", tool_call_id="c") is result
 
 
+@pytest.mark.parametrize(
+    "texts",
+    [("a\ud800b",), ("\udfff", "é"), ("ok", "x\ud83d"), ("\ud800" * 1_000,)],
+)
+def test_a_fitting_result_with_lone_surrogates_reaches_the_model_as_strict_utf8(
+    texts: tuple[str, ...],
+) -> None:
+    """Design 0b: the model's text is strict UTF-8 in every mode, a result that fits
+    included (each lone surrogate U+FFFD; it came back as the same object, surrogates and
+    all); its other parts, flags and metadata stay; sync and async agree."""
+    media = MediaPart(kind="image", mime_type="image/png", data=b"\x89PNG")
+    result = ToolResult(
+        content=(*[TextPart(text) for text in texts], media),
+        is_error=True,
+        metadata={"k": 1},
+        suffix="end \udc80",
+    )
+    service = _service()
+    out = service.truncate_for_model(result, tool_name="t", tool_call_id="c")
+    again = asyncio.run(service.atruncate_for_model(result, tool_name="t", tool_call_id="c"))
+    assert out == again
+    shown = [part.text for part in out.content if isinstance(part, TextPart)]
+    assert shown == [encode(text).decode("utf-8") for text in (*texts, "end \udc80")]
+    assert all(text.encode("utf-8") for text in shown)  # strict: raises on a surrogate
+    assert media in out.content and out.is_error and out.metadata == {"k": 1}
+    assert out.spill is None
+    plain = service.truncate_for_model(texts[0], tool_name="t", tool_call_id="c")
+    assert [part.text for part in plain.content] == [encode(texts[0]).decode("utf-8")]
+
+
 def test_fitting_result_is_same_object() -> None:
     """A result within budget comes back as the very same object, with no spill info."""
     result = ToolResult(content=(TextPart("hello"),), metadata={"k": 1})
