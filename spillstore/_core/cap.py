@@ -231,11 +231,9 @@ def _capped_parts(
     texts = [part.text for part in parts if isinstance(part, TextPart)]
     # Cheap bound first: no character is wider than 4 bytes.
     upper = sum(map(len, texts)) * 4 + len(PART_SEPARATOR) * max(len(texts) - 1, 0)
-    if upper <= max_bytes:
-        return strict_parts(parts)
-    total = joined_text_size(texts)
-    if total <= max_bytes:
-        return strict_parts(parts)
+    total = upper if upper <= max_bytes else joined_text_size(texts)
+    if total <= max_bytes:  # fits: the same parts, unless a text is not strict UTF-8
+        return parts if all(map(str.isascii, texts)) else strict_parts(parts)
     capped: TextPart | None = TextPart(_elide(texts, total, max_bytes, tool_name, head_ratio))
     out: list[Part] = []
     for part in parts:

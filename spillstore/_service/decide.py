@@ -292,7 +292,8 @@ def prepare(
     if chars * 4 + blobs <= budget or (
         chars + blobs <= budget and _model_text_size(texts, suffix) + blobs <= budget
     ):
-        return _strict(result if not suffix else _inline(result, suffix))
+        fitting = result if not suffix else _inline(result, suffix)
+        return fitting if all(map(str.isascii, texts)) else _strict(fitting)
     suffix = bounded_suffix(suffix, budget)
     if _model_text_size(texts, suffix) + blob_room(budget, blobs) <= budget:
         return TextKept(result)  # only the blobs or the suffix are over: the text stays
