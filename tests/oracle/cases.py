@@ -63,7 +63,7 @@ def run_text(
     if result.spill is None:
         _check_not_cut(service, result, truth, suffix)
         if not suffix:
-            assert result is original, "a result that fits must come back as the same object"
+            _check_fits_as_given(result, original)
         return
     case = finish(
         service,
@@ -79,6 +79,26 @@ def run_text(
 
 
 SUFFIX_SPILL = re.compile(r"the whole suffix is saved as spill (\S+):")
+
+
+def _check_fits_as_given(result: ToolResult, original: ToolResult) -> None:
+    """A result that fits (blobs included) comes back as the same object; one whose texts
+    hold a lone surrogate comes back with each as U+FFFD (design 0b: the model's text is
+    strict UTF-8 in every mode), every other part and field as given."""
+    texts = [getattr(part, "text", None) for part in original.content]
+    if all(text is None or clean(text) == text for text in texts):
+        assert result is original, "a result that fits must come back as the same object"
+        return
+    check_strict_utf8(result)
+    assert len(result.content) == len(original.content)
+    for got, given, text in zip(result.content, original.content, texts, strict=True):
+        if text is None:
+            assert got is given, "a part beside the text changed"
+        else:
+            assert type(got) is type(given) and got.text == clean(text)  # type: ignore[attr-defined]
+    assert (result.is_error, result.metadata, result.spill) == (
+        original.is_error, original.metadata, None
+    )  # fmt: skip
 
 
 def _check_not_cut(
@@ -176,7 +196,7 @@ def run_parts(
         if blobs and len(attached) < len(blobs):  # over by its blobs: they were saved
             _check_text_kept(service, result, parts, blobs)
         elif not suffix:
-            assert result is original, "a result that fits (blobs included) must be unchanged"
+            _check_fits_as_given(result, original)
         return
     assert text_size(result) <= config.max_bytes, "model text over budget (notices)"
     others = [p for p in result.content if not isinstance(p, TextPart)]
