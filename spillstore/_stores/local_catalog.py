@@ -61,7 +61,6 @@ from spillstore._stores.local_rows import (
     RARE_SQL,
     ROW_WIDTH,
     UNLISTED_SQL,
-    listing_of,
     metas_of,
     rare_of,
     row_meta,
@@ -73,10 +72,10 @@ from spillstore._stores.local_schema import (
     LIST_UNLISTED_SQL,
     SCHEMA_VERSION,
     SELECT,
-    SELECT_LISTED,
     Identity,
     has_listing,
     make_schema,
+    relist,
     row_values,
 )
 from spillstore._stores.meta import SpillMeta
@@ -368,18 +367,11 @@ class Catalog:
             conn = self._conn()
             if not has_listing(conn):
                 return []
-            stale = []
-            for row in conn.execute(f"{SELECT_LISTED}").fetchall():
-                meta = row_meta(self._base, row)
-                listing = None if meta is None else listing_of(meta)
-                if meta is not None and row[-1] != listing:
-                    stale.append((meta, listing))
-            if fix and stale:
-                with self._write("cannot rewrite the listings") as conn:
-                    for meta, listing in stale:
-                        sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
-                        conn.execute(sql, (listing, meta.spill_id))
-        return [(meta.session, meta.spill_id) for meta, _ in stale]
+            stale = relist(conn, self._base, only_missing=False, fix=False)
+        if fix and stale:  # read again in the write: nothing is written when none is stale
+            with self._write("cannot rewrite the listings") as conn:
+                stale = relist(conn, self._base, only_missing=False, fix=True)
+        return [(meta.session, meta.spill_id) for meta in stale]
 
     def shared(self) -> dict[str, str]:
         """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""

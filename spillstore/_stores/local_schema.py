@@ -25,10 +25,10 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "SELECT",
-    "SELECT_LISTED",
     "Identity",
     "has_listing",
     "make_schema",
+    "relist",
     "row_values",
 ]
 
@@ -63,7 +63,7 @@ _COLUMNS: Final = (
     "adopted, stored_bytes, dev, ino, listing"
 )
 SELECT: Final = f"SELECT {ROW_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
-SELECT_LISTED: Final = f"SELECT {ROW_COLUMNS}, dev, ino, listing FROM spill"  # noqa: S608
+_SELECT_LISTED: Final = f"SELECT {ROW_COLUMNS}, dev, ino, listing FROM spill"  # noqa: S608
 LIST_SQL: Final = (
     f"SELECT {LIST_COLUMNS} FROM spill WHERE session = ? ORDER BY created_at, spill_id"  # noqa: S608
 )
@@ -137,8 +137,25 @@ def add_listings(conn: sqlite3.Connection) -> None:
     the base of data file paths does not matter here (only the listing is kept)."""
     if not has_listing(conn):
         conn.execute("ALTER TABLE spill ADD COLUMN listing BLOB")
-    for row in conn.execute(f"{SELECT} WHERE listing IS NULL").fetchall():
-        meta = row_meta(os.sep, row)
-        if meta is not None:  # a corrupt row stays unlisted (check lists it)
-            sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
-            conn.execute(sql, (listing_of(meta), meta.spill_id))
+    relist(conn, os.sep, only_missing=True, fix=True)
+
+
+def relist(
+    conn: sqlite3.Connection, base: str, *, only_missing: bool, fix: bool
+) -> list[SpillMeta]:
+    """The rows whose listing is missing (``only_missing``) or disagrees with their
+    columns (the columns are the truth), read whole; ``fix`` rewrites their listings in
+    the transaction the caller holds. A corrupt row is left as it is (``check`` lists
+    it). ``base`` is the directory data file paths are made from."""
+    where = " WHERE listing IS NULL" if only_missing else ""
+    stale = []
+    for row in conn.execute(f"{_SELECT_LISTED}{where}").fetchall():
+        meta = row_meta(base, row)
+        if meta is not None:
+            listing = listing_of(meta)
+            if row[-1] != listing:
+                stale.append((meta, listing))
+    if fix and stale:
+        sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
+        conn.executemany(sql, [(listing, meta.spill_id) for meta, listing in stale])
+    return [meta for meta, _ in stale]
