@@ -40,7 +40,7 @@ import sqlite3
 import stat
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
@@ -80,7 +80,7 @@ from spillstore._stores.local_schema import (
 )
 from spillstore._stores.meta import SpillMeta
 
-__all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "Catalog", "Identity", "Tombstone"]
+__all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "BadFile", "Catalog", "Identity", "Tombstone"]
 
 CATALOG_NAME: Final = "catalog.sqlite3"
 logger = logging.getLogger("spillstore")
@@ -113,18 +113,27 @@ def _file_stats(root_fd: int) -> dict[str, os.stat_result]:
     return stats
 
 
-def _bad_files(stats: dict[str, os.stat_result]) -> dict[str, str]:
+class BadFile(NamedTuple):
+    """Why a catalog file must not be opened as it is, and whether it can be read."""
+
+    why: str
+    readable: bool
+    """A regular file (a second hard link, another user's): its rows can be copied into a
+    private file; else (a symlink, a directory) it is never opened."""
+
+
+def _bad_files(stats: dict[str, os.stat_result]) -> dict[str, BadFile]:
     """``{name: why}`` of the files in ``stats`` SQLite must not open."""
     bad = {}
     for name, st in stats.items():
         if stat.S_ISLNK(st.st_mode):
-            bad[name] = "a symlink"
+            bad[name] = BadFile("a symlink", readable=False)
         elif not stat.S_ISREG(st.st_mode):
-            bad[name] = "not a regular file"
+            bad[name] = BadFile("not a regular file", readable=False)
         elif st.st_uid != os.geteuid():
-            bad[name] = f"owned by uid {st.st_uid}"
+            bad[name] = BadFile(f"owned by uid {st.st_uid}", readable=True)
         elif st.st_nlink != 1:
-            bad[name] = f"has {st.st_nlink} hard links"
+            bad[name] = BadFile(f"has {st.st_nlink} hard links", readable=True)
     return bad
 
 
@@ -137,9 +146,14 @@ class Catalog:
         self._base = root.real_path + os.sep
         self._local = threading.local()  # the files are checked when a connection opens
 
-    def bad_files(self) -> dict[str, str]:
-        """``{name: why}`` of the catalog's files that are not this user's regular files
-        with one link (SQLite follows links: they are refused before it opens them)."""
+    @property
+    def path(self) -> str:
+        """The catalog database's path."""
+        return self._path
+
+    def bad_files(self) -> dict[str, BadFile]:
+        """The catalog's files that are not this user's regular files with one link, by
+        name (SQLite follows links: they are refused before it opens them)."""
         root_fd = self._root.open()
         try:
             return _bad_files(_file_stats(root_fd))
@@ -155,7 +169,7 @@ class Catalog:
             stats = _file_stats(root_fd)
             bad = _bad_files(stats)
             if bad:
-                name, why = next(iter(bad.items()))
+                name, (why, _) = next(iter(bad.items()))
                 raise UnsafeStoreRoot(
                     DAMAGED,
                     f"refusing the catalog file {os.path.join(self._root.path, name)}: it "

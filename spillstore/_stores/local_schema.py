@@ -30,6 +30,7 @@ __all__ = [
     "make_schema",
     "relist",
     "row_values",
+    "schema_fault",
 ]
 
 SCHEMA_VERSION: Final = 4
@@ -159,3 +160,12 @@ def relist(
         sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
         conn.executemany(sql, [(listing, meta.spill_id) for meta, listing in stale])
     return [meta for meta, _ in stale]
+
+
+def schema_fault(conn: sqlite3.Connection) -> str | None:
+    """Why a sound database is not a catalog this spillstore reads (None when it is)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        return f"its schema is version {version}, newer than this spillstore's ({SCHEMA_VERSION})"
+    sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('spill', 'spills')"
+    return None if conn.execute(sql).fetchone() else "it holds no table of spills"
