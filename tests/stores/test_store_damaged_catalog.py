@@ -196,7 +196,7 @@ def _rows(root: Path) -> list[tuple[object, ...]]:
         return [
             row
             for table in ("spill", "spill_index", "tombstone")
-            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1")  # noqa: S608
+            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1")
         ]
     finally:
         conn.close()
