@@ -37,17 +37,21 @@ import logging
 import operator
 import os
 import sqlite3
-import stat
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.local_db import (
     DAMAGED,
+    BadFile,
+    Held,
+    Holders,
+    bad_files,
     check_header,
     choose_mode,
+    file_stats,
     held_elsewhere,
     is_damaged,
     on_scope_end,
@@ -56,7 +60,6 @@ from spillstore._stores.local_db import (
 )
 from spillstore._stores.local_db import db_errors as _db_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
-from spillstore._stores.local_marks import CATALOG_FILES
 from spillstore._stores.local_rows import (
     RARE_SQL,
     ROW_WIDTH,
@@ -104,39 +107,6 @@ def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
         (session,) = conn.execute(sql, (session,)).fetchone()
 
 
-def _file_stats(root_fd: int) -> dict[str, os.stat_result]:
-    """``lstat`` of the catalog's files that exist, by name, in a stable order."""
-    stats = {}
-    for name in sorted(CATALOG_FILES):
-        with contextlib.suppress(FileNotFoundError):
-            stats[name] = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
-    return stats
-
-
-class BadFile(NamedTuple):
-    """Why a catalog file must not be opened as it is, and whether it can be read."""
-
-    why: str
-    readable: bool
-    """A regular file (a second hard link, another user's): its rows can be copied into a
-    private file; else (a symlink, a directory) it is never opened."""
-
-
-def _bad_files(stats: dict[str, os.stat_result]) -> dict[str, BadFile]:
-    """``{name: why}`` of the files in ``stats`` SQLite must not open."""
-    bad = {}
-    for name, st in stats.items():
-        if stat.S_ISLNK(st.st_mode):
-            bad[name] = BadFile("a symlink", readable=False)
-        elif not stat.S_ISREG(st.st_mode):
-            bad[name] = BadFile("not a regular file", readable=False)
-        elif st.st_uid != os.geteuid():
-            bad[name] = BadFile(f"owned by uid {st.st_uid}", readable=True)
-        elif st.st_nlink != 1:
-            bad[name] = BadFile(f"has {st.st_nlink} hard links", readable=True)
-    return bad
-
-
 class Catalog:
     """The catalog database of one store root (connections per thread and process)."""
 
@@ -145,6 +115,7 @@ class Catalog:
         self._path = os.path.join(root.path, CATALOG_NAME)
         self._base = root.real_path + os.sep
         self._local = threading.local()  # the files are checked when a connection opens
+        self._holders = Holders.of(self._path)
 
     @property
     def path(self) -> str:
@@ -156,7 +127,7 @@ class Catalog:
         name (SQLite follows links: they are refused before it opens them)."""
         root_fd = self._root.open()
         try:
-            return _bad_files(_file_stats(root_fd))
+            return bad_files(file_stats(root_fd))
         finally:
             os.close(root_fd)
 
@@ -166,8 +137,8 @@ class Catalog:
         left beside it); create 0600. One open of the root, one ``stat`` a file."""
         root_fd = self._root.open()
         try:
-            stats = _file_stats(root_fd)
-            bad = _bad_files(stats)
+            stats = file_stats(root_fd)
+            bad = bad_files(stats)
             if bad:
                 name, (why, _) = next(iter(bad.items()))
                 raise UnsafeStoreRoot(
@@ -188,12 +159,15 @@ class Catalog:
         """This thread's connection; on a full disk or a read-only filesystem, this
         operation's own (:mod:`~spillstore._stores.local_db`), closed when it ends."""
         local = self._local
-        conn: sqlite3.Connection | None = getattr(local, "conn", None)
-        if conn is not None and local.pid == os.getpid():
-            return conn
+        held: Held | None = getattr(local, "held", None)
+        if held is not None:
+            conn = held.conn
+            if conn is not None and held.pid == os.getpid():
+                return conn
         fallback: sqlite3.Connection | None = getattr(local, "fallback", None)
         if fallback is not None:
             return fallback
+        self._holders.wait_for_repair()  # check --fix replacing the file: open the new one
         self._check_files()
         with _db_errors("cannot open the catalog"):
             mode = choose_mode(self._path)
@@ -208,8 +182,7 @@ class Catalog:
                 local.fallback = conn
                 on_scope_end(self._close_fallback)
             else:
-                local.conn = conn
-                local.pid = os.getpid()
+                local.held = self._holders.hold(conn)
         local.version = -1
         local.rows = {}
         listed = has_listing(conn)
@@ -239,10 +212,16 @@ class Catalog:
 
     def close(self) -> None:
         """Close this thread's connection (others close when their thread's state goes)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            conn.close()
-        self._local.conn = None
+        held: Held | None = getattr(self._local, "held", None)
+        if held is not None and held.pid == os.getpid():
+            held.close()
+        self._local.held = None
+
+    def replacing(self) -> contextlib.AbstractContextManager[bool]:
+        """Close every connection of this process to the catalog file, other threads'
+        too, while ``check --fix`` replaces it (:meth:`~spillstore._stores.local_db.
+        Holders.replacing`); the block gets False if one stayed in use."""
+        return self._holders.replacing()
 
     def damage(self) -> str | None:
         """Why the catalog is unusable (not a database, or corrupt: SQLite's

@@ -106,42 +106,50 @@ def check_catalog(root: LocalRoot, catalog: Catalog, *, fix: bool, now: float) -
     read, or is damaged, is set aside and rebuilt from the data files.
     """
     bad = catalog.bad_files()
+    damage = None
     if bad and not fix:
         return _planned(catalog, bad)
+    if not bad:
+        damage = catalog.damage()
+        if damage is None:
+            return []
+        if not fix:
+            detail = f"the catalog is damaged ({damage}); --fix {_REBUILDS}{_LATER}"
+            return [Problem("bad_catalog", CATALOG_NAME, detail)]
+    with catalog.replacing() as idle:  # no connection of this process stays on the old file
+        if not idle:
+            return [_held(damage or "; ".join(f.why for f in bad.values()), _BUSY_THREAD)]
+        return _repair(root, catalog, bad, now)
+
+
+def _repair(
+    root: LocalRoot, catalog: Catalog, bad: dict[str, BadFile], now: float
+) -> list[Problem]:
+    """``check_catalog``'s repair, with every connection of this process closed."""
     problems: list[Problem] = []
-    if bad:
-        catalog.close()
-        unreadable = {name for name, found in bad.items() if not found.readable}
-        if unreadable - {CATALOG_NAME}:  # never opened: SQLite would follow the link
-            aside = set_aside(root, now, whole=CATALOG_NAME in unreadable)
-            for name in sorted(unreadable):
-                moved = aside + name.removeprefix(CATALOG_NAME)
-                why = bad.pop(name).why
-                problems.append(Problem("bad_catalog", name, f"{why}; moved to {moved}", True))
-        elif CATALOG_NAME in unreadable:
-            aside = set_aside(root, now)
-            why = bad.pop(CATALOG_NAME).why
-            problems.append(
-                Problem("bad_catalog", CATALOG_NAME, f"{why}; moved to {aside}", fixed=True)
-            )
+    unreadable = {name for name, found in bad.items() if not found.readable}
+    if unreadable:  # never opened: SQLite would follow the link
+        aside = set_aside(root, now, whole=CATALOG_NAME in unreadable)
+        for name in sorted(unreadable):
+            moved = aside + name.removeprefix(CATALOG_NAME)
+            why = bad.pop(name).why
+            problems.append(Problem("bad_catalog", name, f"{why}; moved to {moved}", True))
         if CATALOG_NAME in unreadable:
             return [*problems, _rebuilt(root, catalog, "the catalog was set aside")]
-        if bad:  # readable files only: the rows are copied, unless it is damaged
-            whys = "; ".join(f"{name} {found.why}" for name, found in sorted(bad.items()))
-            if catalog.held_elsewhere():
-                return [*problems, _held(whys)]
-            fault = copy_catalog(root)
-            if fault is None:
-                detail = f"{whys}; copied into a private file, keeping every row"
-                return [*problems, Problem("bad_catalog", CATALOG_NAME, detail, fixed=True)]
-            detail = f"{whys}; the catalog is damaged ({fault}); moved to {set_aside(root, now)}"
-            return [*problems, _rebuilt(root, catalog, detail)]
+    if bad:  # readable files only: the rows are copied, unless it is damaged
+        whys = "; ".join(f"{name} {found.why}" for name, found in sorted(bad.items()))
+        if catalog.held_elsewhere():
+            return [*problems, _held(whys)]
+        fault = copy_catalog(root)
+        if fault is None:
+            detail = f"{whys}; copied into a private file, keeping every row"
+            return [*problems, Problem("bad_catalog", CATALOG_NAME, detail, fixed=True)]
+        detail = f"{whys}; the catalog is damaged ({fault}); moved to {set_aside(root, now)}"
+        return [*problems, _rebuilt(root, catalog, detail)]
     damage = catalog.damage()
     if damage is None:
         return problems
     detail = f"the catalog is damaged ({damage})"
-    if not fix:
-        return [Problem("bad_catalog", CATALOG_NAME, f"{detail}; --fix {_REBUILDS}{_LATER}")]
     catalog.close()
     if catalog.held_elsewhere():  # its SQLite would later delete the new -wal by name
         return [*problems, _held(detail)]
@@ -152,13 +160,18 @@ _LATER: Final = " (the rest of the store is checked once it is repaired)"
 _REBUILDS: Final = "moves it aside and rebuilds it from the data files"
 
 
-def _held(detail: str) -> Problem:
-    return Problem(
-        "bad_catalog",
-        CATALOG_NAME,
-        f"{detail}; not repaired: another process has it open (an MCP server or a "
-        "spillstore command): stop it, then run check --fix again",
-    )
+_BUSY_PROCESS: Final = (
+    "another process has it open (an MCP server or a spillstore command): stop it, then "
+    "run check --fix again"
+)
+_BUSY_THREAD: Final = (
+    "another thread of this process stayed in a catalog operation: run check --fix again "
+    "when the store is idle"
+)
+
+
+def _held(detail: str, why: str = _BUSY_PROCESS) -> Problem:
+    return Problem("bad_catalog", CATALOG_NAME, f"{detail}; not repaired: {why}")
 
 
 def _planned(catalog: Catalog, bad: dict[str, BadFile]) -> list[Problem]:

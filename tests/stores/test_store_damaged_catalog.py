@@ -4,10 +4,14 @@ the catalog from the data files (``_stores/local_rebuild.py``)."""
 from __future__ import annotations
 
 import errno
+import gc
 import os
+import queue
 import sqlite3
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -281,3 +285,110 @@ def test_a_hard_linked_catalog_that_is_damaged_is_rebuilt(tmp_path: Path) -> Non
     aside = list(root.glob("catalog.sqlite3~damaged-*"))
     assert fixed.ok and len([p for p in aside if not p.name.endswith(("-wal", "-shm"))]) == 1
     assert LocalStore(root).stat(ids[0]).media_notes == (RECOVERED_NOTE,)
+
+
+class _Worker:
+    """A thread that runs the calls it is given, one at a time, and keeps each result."""
+
+    def __init__(self) -> None:
+        self._calls: queue.Queue[Callable[[], object] | None] = queue.Queue()
+        self._results: queue.Queue[object] = queue.Queue()
+        self._thread = threading.Thread(target=self._run)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            try:
+                self._results.put(call())
+            except Exception as exc:
+                self._results.put(exc)
+
+    def run(self, call: Callable[[], object]) -> object:
+        self._calls.put(call)
+        result = self._results.get(timeout=60)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def stop(self) -> None:
+        self._calls.put(None)
+        self._thread.join(timeout=60)
+
+
+@pytest.mark.parametrize("damage", ["hard_link", "corrupt"])
+def test_check_fix_closes_the_connections_other_threads_hold(tmp_path: Path, damage: str) -> None:
+    """check --fix while other threads of the process (one on another LocalStore of the
+    same root) hold catalog connections: each thread's next operation reads the
+    repaired catalog, and what it writes then is in it, also after those threads end."""
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    other_store = LocalStore(root)
+    workers = [_Worker(), _Worker()]
+    try:
+        assert sorted(m.spill_id for m in workers[0].run(store.list)) == sorted(ids)  # type: ignore[attr-defined]
+        assert workers[1].run(lambda: other_store.stat(ids[0]).tool_name) == "bash"
+        if damage == "hard_link":
+            os.link(root / "catalog.sqlite3", tmp_path / "second-name")
+        else:
+            _damage(root, "corrupt")
+        assert store.check(fix=True).ok
+        listed = workers[0].run(lambda: sorted(m.spill_id for m in store.list()))
+        assert listed == sorted(ids)
+        new = [
+            workers[n].run(
+                lambda s=s: s.put(b"after the fix\n", session="s9", tool_name="t", tool_call_id="c")
+            )
+            for n, s in enumerate([store, other_store])
+        ]
+        assert workers[1].run(lambda: other_store.read_bytes(new[0].spill_id, 0, 5)) == b"after"  # type: ignore[attr-defined]
+    finally:
+        for worker in workers:
+            worker.stop()
+    gc.collect()  # the threads' connections close with them: the -wal stays the new one's
+    found = subprocess.run(
+        [sys.executable, "-c", _LIST_IN_A_CHILD, str(root)], capture_output=True, check=True
+    )
+    listed_after = found.stdout.decode().split()
+    assert sorted(listed_after) == sorted([*ids, new[0].spill_id])  # type: ignore[attr-defined]
+    assert store.check().ok
+
+
+_LIST_IN_A_CHILD = (
+    "import sys\n"
+    "from spillstore._stores.local import LocalStore\n"
+    "print(' '.join(m.spill_id for m in LocalStore(sys.argv[1]).list()))\n"
+)
+
+
+def test_check_fix_leaves_the_catalog_while_another_thread_is_in_an_operation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread that stays inside a catalog operation keeps its connection: check --fix
+    then leaves the catalog in place and says why; once it is idle, the fix goes."""
+    import spillstore._stores.local_db as local_db
+
+    monkeypatch.setattr(local_db, "REPLACE_WAIT_SECONDS", 0.2)
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold_an_operation() -> None:
+        with local_db.db_errors("a long operation"):
+            store._catalog.list("s1")
+            inside.set()
+            leave.wait(60)
+
+    holder = threading.Thread(target=hold_an_operation)
+    holder.start()
+    try:
+        assert inside.wait(60)
+        os.link(root / "catalog.sqlite3", tmp_path / "second-name")
+        [problem] = store.check(fix=True).problems
+        assert not problem.fixed and "another thread of this process" in problem.detail
+        assert (root / "catalog.sqlite3").stat().st_nlink == 2
+    finally:
+        leave.set()
+        holder.join(60)
+    assert store.check(fix=True).ok
+    assert (root / "catalog.sqlite3").stat().st_nlink == 1
+    assert sorted(m.spill_id for m in store.list()) == sorted(ids)
