@@ -56,6 +56,7 @@ from spillstore._stores.local_db import (
     is_damaged,
     on_scope_end,
     open_catalog,
+    read_only,
     store_errno,
 )
 from spillstore._stores.local_db import db_errors as _db_errors
@@ -180,6 +181,7 @@ class Catalog:
                 conn = open_catalog(self._path, make_schema, mode)
             if mode != "shared":
                 local.fallback = conn
+                local.read_only = read_only(self._path) if mode == "immutable" else None
                 on_scope_end(self._close_fallback)
             else:
                 local.held = self._holders.hold(conn)
@@ -192,7 +194,7 @@ class Catalog:
 
     def _close_fallback(self) -> None:
         conn = self._local.fallback
-        self._local.fallback = None
+        self._local.fallback = self._local.read_only = None
         self._local.rows = {}
         conn.close()
 
@@ -201,6 +203,9 @@ class Catalog:
         """One write transaction (``BEGIN IMMEDIATE``), committed on success."""
         with _db_errors(what):
             conn = self._conn()
+            cannot = getattr(self._local, "read_only", None)
+            if cannot is not None:  # an immutable connection: say why it is one
+                raise StoreError(cannot[0], f"{what}: {cannot[1]}")
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn

@@ -68,6 +68,7 @@ __all__ = [
     "is_damaged",
     "on_scope_end",
     "open_catalog",
+    "read_only",
     "store_errno",
 ]
 
@@ -201,17 +202,24 @@ operation at a time."""
 
 def choose_mode(path: str) -> Mode:
     """How to open the catalog at ``path`` (see :data:`Mode`): exclusive at once when its
-    ``-shm`` is missing or small and the disk is all but full."""
+    ``-shm`` is missing or small and the disk is all but full; immutable when it cannot
+    be written (:func:`read_only`) and no ``-wal`` holds changes (then it is refused)."""
     found = os.statvfs(os.path.dirname(path))
-    if found.f_flag & os.ST_RDONLY:
-        with contextlib.suppress(FileNotFoundError):
+    why = read_only(path, found)
+    if why is not None:
+        code, reason = why
+        try:
             if os.stat(f"{path}-wal", follow_symlinks=False).st_size:
+                if code == errno.EACCES and os.path.lexists(f"{path}-shm"):
+                    return "shared"  # another process has it open: it reads and writes
                 raise StoreError(
-                    errno.EROFS,
-                    "cannot read the catalog: its filesystem is read-only, and its -wal "
-                    "holds changes the database file has not got yet (mount it read-write "
-                    "once, and any spillstore command folds them in)",
+                    code,
+                    f"cannot read the catalog: {reason}, and its -wal holds changes the "
+                    "database file has not got yet (make it writable once, and any "
+                    "spillstore command folds them in)",
                 )
+        except FileNotFoundError:
+            pass
         return "immutable"
     try:
         if os.stat(f"{path}-shm", follow_symlinks=False).st_size >= SHM_BYTES:
@@ -219,6 +227,23 @@ def choose_mode(path: str) -> Mode:
     except FileNotFoundError:
         pass
     return "exclusive" if found.f_bavail * found.f_frsize < LOW_SPACE_BYTES else "shared"
+
+
+def read_only(path: str, found: os.statvfs_result | None = None) -> tuple[int, str] | None:
+    """``(errno, why)`` when the catalog at ``path`` cannot be written, as SQLite needs
+    (a ``-wal`` and ``-shm`` made beside it): its filesystem is read-only, or this user
+    may not write its directory (a root of mode 0500 as its owner; root ignores modes);
+    None when it can. ``found`` is the directory's ``statvfs`` if the caller has it."""
+    directory = os.path.dirname(path)
+    if (found or os.statvfs(directory)).f_flag & os.ST_RDONLY:
+        return errno.EROFS, "the store's filesystem is read-only"
+    if not os.access(directory, os.W_OK, effective_ids=True):
+        mode = stat.S_IMODE(os.stat(directory).st_mode)
+        return (
+            errno.EACCES,
+            f"the store root {directory} is not writable by this user (mode {mode:o})",
+        )
+    return None
 
 
 class _Depth:
