@@ -78,6 +78,7 @@ from spillstore._stores.local_schema import (
     SELECT,
     Identity,
     has_listing,
+    is_provisional,
     make_schema,
     relist,
     row_values,
@@ -88,6 +89,10 @@ __all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "BadFile", "Catalog", "Identity", "
 
 CATALOG_NAME: Final = "catalog.sqlite3"
 logger = logging.getLogger("spillstore")
+
+_NO_TABLES: Final = (
+    "the disk is full, and the catalog has no tables yet (they are made when there is room)"
+)
 
 ROW_CACHE_SIZE: Final = 4096
 """Rows a thread keeps while its connection's ``data_version`` stays the same."""
@@ -174,6 +179,9 @@ class Catalog:
             mode = choose_mode(self._path)
             try:
                 conn = open_catalog(self._path, make_schema, mode)
+                if mode == "shared" and is_provisional(conn):  # the disk is full: this once
+                    conn.close()
+                    raise sqlite3.OperationalError("database or disk is full")
             except sqlite3.Error as exc:
                 if mode != "shared" or store_errno(exc) != errno.ENOSPC:
                     raise
@@ -182,6 +190,8 @@ class Catalog:
             if mode != "shared":
                 local.fallback = conn
                 local.read_only = read_only(self._path) if mode == "immutable" else None
+                if is_provisional(conn):
+                    local.read_only = (errno.ENOSPC, _NO_TABLES)
                 on_scope_end(self._close_fallback)
             else:
                 local.held = self._holders.hold(conn)

@@ -4,11 +4,13 @@ connections' use of them)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
 from typing import Final
 
+from spillstore._stores.local_db import store_errno
 from spillstore._stores.local_rows import (
     LIST_COLUMNS,
     ROW_COLUMNS,
@@ -27,6 +29,7 @@ __all__ = [
     "SELECT",
     "Identity",
     "has_listing",
+    "is_provisional",
     "make_schema",
     "relist",
     "row_values",
@@ -110,7 +113,9 @@ def make_schema(conn: sqlite3.Connection) -> None:
 
     A catalog of an earlier version that cannot be written now (a read-only or full
     disk, a writer holding the lock past the timeout) is read as it is: rows without a
-    listing are read whole.
+    listing are read whole. A catalog with no tables yet on a full disk gets them in
+    memory for this connection (:func:`is_provisional`): it reads as empty, and the
+    catalog refuses to record anything in it.
     """
     if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
         return
@@ -124,9 +129,24 @@ def make_schema(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-    except sqlite3.OperationalError:
-        if not conn.execute("PRAGMA table_info(spill)").fetchall():
+    except sqlite3.OperationalError as exc:
+        if conn.execute("PRAGMA table_info(spill)").fetchall():
+            return
+        if store_errno(exc) != errno.ENOSPC or conn.execute(_ANY_TABLE).fetchone():
             raise
+        conn.execute("PRAGMA temp_store=MEMORY")
+        for statement in SCHEMA[:-1]:
+            conn.execute(statement.replace(" IF NOT EXISTS ", " IF NOT EXISTS temp."))
+
+
+_ANY_TABLE: Final = "SELECT 1 FROM main.sqlite_master"
+
+
+def is_provisional(conn: sqlite3.Connection) -> bool:
+    """Whether the catalog's tables are in memory (see :func:`make_schema`)."""
+    return (
+        conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'spill'").fetchone() is not None
+    )
 
 
 def has_listing(conn: sqlite3.Connection) -> bool:
