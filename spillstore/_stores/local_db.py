@@ -18,7 +18,11 @@ Below :data:`LOW_SPACE_BYTES` free, with no ``-shm`` in use, the exclusive conne
 taken at once (:func:`choose_mode`); a shared open that fails for room is followed by
 one too. On a read-only filesystem neither can open (no ``-wal`` can be made, no lock
 taken): the catalog is opened ``immutable``, which is safe there, as nothing can change
-the file, unless a ``-wal`` holds changes the file has not got (then it is refused).
+the file, unless a ``-wal`` holds changes the file has not got (then it is refused). A
+root its owner may not write (mode 0500; root ignores modes) is treated alike: no
+process of this user can make the ``-wal`` a writer needs (:func:`read_only`); if one is
+there with its ``-shm``, a process that opened it earlier is still writing, and the
+connection is shared as usual.
 
 Measured on a full 256 KiB tmpfs with SQLite 3.40: the normal open fails with
 ``SQLITE_IOERR_SHMSIZE``, ``file:...?mode=ro`` fails the same way, the exclusive

@@ -1,4 +1,13 @@
-"""``check --fix`` on a damaged catalog: move it aside, and rebuild it from the data files.
+"""``check --fix`` on an unsafe or damaged catalog: copy it, or move it aside and rebuild it
+from the data files.
+
+A catalog that is a sound database of ours but an unsafe file (a second hard link,
+another user's file) is copied into a fresh private file with SQLite's backup API (the
+rows of its ``-wal`` included) and renamed over it (:func:`copy_catalog`): every row
+stays, tool names, call ids, times and tombstones with it. Only a catalog that cannot be
+read is rebuilt, as follows. Either way every connection of this process to the old file
+is closed first (:meth:`~spillstore._stores.local_db.Holders.replacing`), and a file
+another process has open is left in place.
 
 A catalog that is not a database (or that SQLite finds corrupt) stops every command,
 which then names ``spillstore check --fix``. The fix never deletes it:
