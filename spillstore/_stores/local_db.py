@@ -433,6 +433,14 @@ class Holders:
                 self._repairer = None
                 self._changed.notify_all()
 
+    @classmethod
+    def after_fork(cls) -> None:
+        """In a forked child: no repair is under way, and the parent's connections are
+        not the child's (it opens its own)."""
+        for holders in cls._by_path.values():
+            holders.__init__()  # type: ignore[misc]
+        cls._by_path_lock = threading.Lock()
+
     def _close_all(self) -> bool:
         deadline = time.monotonic() + REPLACE_WAIT_SECONDS
         pause = 0.001
@@ -446,3 +454,6 @@ class Holders:
                 return False
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
+
+
+os.register_at_fork(after_in_child=Holders.after_fork)
