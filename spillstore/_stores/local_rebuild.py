@@ -46,7 +46,14 @@ from spillstore._errors import StoreError
 from spillstore._stores.errors import map_os_errors
 from spillstore._stores.local_catalog import CATALOG_NAME, BadFile, Catalog, Identity
 from spillstore._stores.local_check import Problem
-from spillstore._stores.local_db import BUSY_TIMEOUT_SECONDS, check_header, db_errors, is_damaged
+from spillstore._stores.local_db import (
+    BUSY_TIMEOUT_SECONDS,
+    DAMAGED,
+    check_header,
+    db_errors,
+    is_damaged,
+    store_errno,
+)
 from spillstore._stores.local_files import (
     CREATE_FLAGS,
     DIR_FLAGS,
@@ -187,25 +194,30 @@ def _planned(catalog: Catalog, bad: dict[str, BadFile]) -> list[Problem]:
     """What ``check --fix`` will do with the bad catalog files ``bad`` (nothing is
     changed; the database is read only when no file beside it is a link)."""
     copies = "copies {} into a private file, keeping every row"
+    maybe = f"{copies} if it reads as a sound catalog then (else rebuilds it from the data files)"
+    fault: str | None = None
     if not bad.get(CATALOG_NAME, BadFile("", readable=True)).readable:
-        fault: str | None = "it is not a regular file"
-        plan = _REBUILDS
+        fault = ""  # never opened: rebuilt
     elif any(not found.readable for found in bad.values()):
-        fault = None
-        plan = f"{copies} if it reads as a sound catalog then (else rebuilds it)"
+        plan = maybe
     else:
-        fault = database_fault(catalog.path)
-        plan = copies if fault is None else f"cannot copy it ({fault}): it {_REBUILDS}"
+        try:
+            fault = database_fault(catalog.path)
+            plan = copies
+        except (OSError, sqlite3.Error):  # cannot tell now (a full disk: no -shm)
+            plan = maybe
     problems = []
     for name, found in sorted(bad.items()):
-        if name == CATALOG_NAME:
+        if fault is not None:
+            own = name == CATALOG_NAME or not found.readable
+            what = "moves it aside" if own else "moves it aside with the catalog"
+            what += " and rebuilds the catalog from the data files" + (fault and f" ({fault})")
+        elif name == CATALOG_NAME:
             what = plan.format("it")
         elif not found.readable:
             what = "moves it aside"
-        elif fault is None:
-            what = plan.format("the catalog, the rows of this file with it,")
         else:
-            what = f"moves it aside with the catalog, which it {_REBUILDS.replace('it ', '', 1)}"
+            what = plan.format("the catalog, the rows of this file with it,")
         problems.append(Problem("bad_catalog", name, f"{found.why}; --fix {what}{_LATER}"))
     return problems
 
@@ -218,21 +230,30 @@ def _sound(conn: sqlite3.Connection) -> str | None:
 
 
 def database_fault(path: str) -> str | None:
-    """Why the catalog database at ``path`` cannot be copied as it is (read only;
-    None when it is a sound catalog)."""
+    """Why the catalog database at ``path`` cannot be copied: it is not a database, is
+    corrupt or is not a catalog; None when it is a sound catalog (read only).
+
+    Raises:
+        OSError, sqlite3.Error: it cannot be read now.
+    """
+    dir_fd = os.open(os.path.dirname(path), DIR_FLAGS)
     try:
-        dir_fd = os.open(os.path.dirname(path), DIR_FLAGS)
-        try:
-            check_header(os.path.basename(path), dir_fd)
-        finally:
-            os.close(dir_fd)
+        check_header(os.path.basename(path), dir_fd)
         conn = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
         try:
             return _sound(conn)
         finally:
             conn.close()
-    except (OSError, sqlite3.Error) as exc:
+    except StoreError as exc:
+        if not is_damaged(exc):
+            raise
         return str(exc.__cause__ or exc)
+    except sqlite3.Error as exc:
+        if store_errno(exc) != DAMAGED:
+            raise
+        return str(exc)
+    finally:
+        os.close(dir_fd)
 
 
 def copy_catalog(root: LocalRoot) -> str | None:

@@ -280,7 +280,7 @@ def test_a_hard_linked_catalog_that_is_damaged_is_rebuilt(tmp_path: Path) -> Non
     _damage(root, "corrupt")
     os.link(root / "catalog.sqlite3", tmp_path / "second-name")
     [found] = store.check().problems
-    assert "moves it aside and rebuilds it from the data files" in found.detail, found.detail
+    assert "moves it aside and rebuilds the catalog from the data files" in found.detail
     fixed = store.check(fix=True)
     aside = list(root.glob("catalog.sqlite3~damaged-*"))
     assert fixed.ok and len([p for p in aside if not p.name.endswith(("-wal", "-shm"))]) == 1
