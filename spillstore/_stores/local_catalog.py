@@ -146,11 +146,12 @@ class Catalog:
             stats = file_stats(root_fd)
             bad = bad_files(stats)
             if bad:
-                name, (why, _) = next(iter(bad.items()))
+                name, (why, readable) = next(iter(bad.items()))
+                fix = "copies the catalog into a private file" if readable else "moves it aside"
                 raise UnsafeStoreRoot(
                     DAMAGED,
-                    f"refusing the catalog file {os.path.join(self._root.path, name)}: it "
-                    f"is {why}; 'spillstore check --fix' moves it aside",
+                    f"refusing the catalog file {os.path.join(self._root.path, name)} ({why}): "
+                    f"'spillstore check --fix' {fix}",
                 )
             catalog = stats.get(CATALOG_NAME)
             if catalog is None:

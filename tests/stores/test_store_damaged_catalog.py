@@ -242,6 +242,8 @@ def test_a_valid_catalog_unsafe_only_as_a_file_is_copied_keeping_every_row(
         other = tmp_path / "second-name"
         os.link(catalog, other)
     other_bytes = None if other is None else other.read_bytes()
+    with pytest.raises(StoreError, match=r"'spillstore check --fix' copies the catalog into a"):
+        LocalStore(root)
     [found] = store.check().problems
     assert (found.kind, found.fixed) == ("bad_catalog", False)
     assert "copies it into a private file, keeping every row" in found.detail, found.detail
