@@ -56,8 +56,9 @@ When the endpoint stops answering (connections refused or hanging, 5xx once the
 retries are spent), the store opens a circuit breaker: for ``outage_pause`` seconds
 (default :data:`OUTAGE_PAUSE_SECONDS`) every request fails at once with a
 ``StoreError`` naming the failure, so a tool call gets its "NOT saved" preview without
-waiting and a read of an earlier spill a short error. The first request after the pause
-probes the endpoint with one HEAD (no retries, a 5 s timeout); each failed probe doubles
+waiting and a read of an earlier spill a short error. The store's first request, and
+the first after the pause, probes the endpoint with one HEAD (no retries, a 5 s timeout:
+all a black hole costs the first call); each failed probe doubles
 the pause, up to :data:`OUTAGE_MAX_PAUSE_SECONDS`, and an endpoint that answers is used
 again at once.
 

@@ -83,8 +83,10 @@ class JsonFormat(Format):
 
     With ``mixed``, when the first section is found, the server entries directly in the
     second one count too (opencode: entries left under ``mcp`` in its v1 layout beside
-    the v2 ``mcp.servers``); each is edited where it stands, and a name in both is an
-    error (which one the client runs is not known).
+    the v2 ``mcp.servers``, which opencode reads both, as its ``ConfigV2Compat.lower``
+    does); each is edited where it stands, and a name in both is an error (opencode runs
+    the one directly under ``mcp`` and reports a conflict; wrapping either would leave
+    the other to confuse).
 
     The last text parsed is kept with its tree, so the reads and the edit of one command
     parse a large file (Claude Code's ``~/.claude.json`` holds the history) once.
@@ -140,7 +142,7 @@ class JsonFormat(Format):
                     inner, label = ".".join(self.sections[0]), ".".join(self.sections[1])
                     raise ClientConfigError(
                         f"{where}: server {member.key!r} is both in {inner} and directly in "
-                        f"{label}; keep one",
+                        f"{label} (the one directly in {label} is run); keep one",
                         path=where,
                     )
             nodes.update({m.key: m.value for m in beside})

@@ -30,13 +30,24 @@ from spillstore._clients.wrap import (
     Wrapped,
     check_launcher,
     describe,
+    migrated,
     new_entry,
     unwrap,
     wrap,
     wrapped_by,
 )
 
-__all__ = ["Backup", "Change", "Config", "add", "backup_key", "install", "status", "uninstall"]
+__all__ = [
+    "Backup",
+    "Change",
+    "Config",
+    "add",
+    "backup_key",
+    "backup_keys",
+    "install",
+    "status",
+    "uninstall",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,18 @@ def backup_key(name: str, entry: Any) -> str:
     JSON (so neither formatting, nor the file's place, nor other entries change it)."""
     canonical = json.dumps([name, entry], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def backup_keys(name: str, entry: Any, flavor: Flavor) -> list[str]:
+    """The keys a wrapped entry's backup is kept and looked for under: its value's, and,
+    for an entry in Zed's older form, also the value Zed's migration makes of it (so a
+    wrapped entry Zed migrated since still finds its backup, and comes back in the form
+    it was found in)."""
+    keys = [backup_key(name, entry)]
+    flat = migrated(entry, flavor) if isinstance(entry, dict) else None
+    if flat is not None:
+        keys.append(backup_key(name, flat))
+    return keys
 
 
 def _chosen(entries: dict[str, Any], names: Sequence[str] | None, where: str) -> list[str]:
@@ -116,8 +139,9 @@ def install(
         changes.append(Change(name, "wrapped", describe(wrapped, flavor).removeprefix("wrapped ")))
     originals = fmt.entry_texts(text, values)
     backups = [
-        Backup(backup_key(name, value), name, originals[name], entries[name])
+        Backup(key, name, originals[name], entries[name])
         for name, value in values.items()
+        for key in backup_keys(name, value, flavor)
     ]
     text = fmt.edit(text, values, {}) if values else text
     return text, changes, backups
@@ -144,7 +168,9 @@ def uninstall(
             if names is not None:
                 changes.append(Change(name, "skipped", "not wrapped by spillstore"))
             continue
-        saved = backup(backup_key(name, entry))
+        saved = next(
+            (held for key in backup_keys(name, entry, flavor) if (held := backup(key))), None
+        )
         if saved is not None:
             kept[name] = saved
             changes.append(Change(name, "restored", "from its backup, as it was"))

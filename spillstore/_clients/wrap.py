@@ -39,6 +39,7 @@ __all__ = [
     "Wrapped",
     "check_launcher",
     "describe",
+    "migrated",
     "new_entry",
     "unwrap",
     "wrap",
@@ -173,6 +174,19 @@ def _nested(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
     """The command object of an entry in Zed's older form, else None."""
     command = entry.get(flavor.command_key)
     return dict(command) if flavor.nested_command and isinstance(command, dict) else None
+
+
+def migrated(entry: dict[str, Any], flavor: Flavor) -> dict[str, Any] | None:
+    """What Zed's settings migration makes of an entry in its older form (the command
+    object flattened: ``command`` its path, then its ``args`` and ``env`` where it had
+    them; the other keys as they were), else None."""
+    nested = _nested(entry, flavor)
+    if nested is None:
+        return None
+    flat = {key: value for key, value in entry.items() if key != flavor.command_key}
+    flat[flavor.command_key] = nested.get("path")
+    flat |= {key: nested[key] for key in ("args", "env") if key in nested}
+    return flat
 
 
 def _set_argv(entry: dict[str, Any], flavor: Flavor, argv: list[str]) -> dict[str, Any]:

@@ -17,15 +17,22 @@ Every edit is read back before it is returned: a text that does not parse to exa
 the intended entries is an error, never a file. Anchors and aliases inside the section
 are refused (an entry that shares a node with another cannot be edited alone).
 
-Booleans are YAML 1.2's, as Goose (serde_yaml) reads them: only ``true``/``false``;
-``yes``, ``no``, ``on``, ``off`` are text (PyYAML's YAML 1.1 would make them booleans,
-and a rewritten entry would then say ``true`` where Goose read ``"on"``).
+Values are read as Goose (serde_yaml 0.9) reads them, not as PyYAML's YAML 1.1 would:
+booleans are only ``true``/``false`` (``yes``, ``on`` are text); integers are decimal
+without leading zeros, or ``0x``/``0o``/``0b`` (``0755``, ``1_000`` and ``1:20`` are
+text, not 493, 1000 and 80); floats as Rust parses them, finite, or ``.inf``/``.nan``;
+null is ``~``, ``null`` or nothing; no timestamps, no merge keys. A field Goose types as
+text (``cmd``, ``args``, ``envs``, ``uri``, ``headers``, ...) is a plain scalar's text
+whatever it looks like: serde_yaml gives a string field the text as written, so
+``args: [0o17, ~]`` is ``"0o17"``, ``"~"``. An entry rewritten whole (one written
+inline) keeps the text of every single-line value it does not change.
 
 Pure: text in, text out.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -41,18 +48,90 @@ _Span = tuple[int, int]
 
 
 class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no types here
-    """PyYAML's safe loader with YAML 1.2 booleans (``true``/``false`` only)."""
+    """PyYAML's safe loader reading plain scalars as serde_yaml 0.9 does (see the module)."""
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+_TAG = "tag:yaml.org,2002:"
+_STR = _TAG + "str"
+_Loader.yaml_implicit_resolvers = {}
 _Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
+    _TAG + "bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+_Loader.add_implicit_resolver(
+    _TAG + "int",
+    re.compile(r"^[-+]?(?:0x[0-9a-fA-F]+|0o[0-7]+|0b[01]+|0|[1-9][0-9]*)$"),
+    list("-+0123456789"),
+)
+_Loader.add_implicit_resolver(
+    _TAG + "float",
+    re.compile(
+        r"^(?:[-+]?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+_Loader.add_implicit_resolver(_TAG + "null", re.compile(r"^(?:~|null|Null|NULL|)$"), [*"~nN", ""])
+
+
+def _int(loader: Any, node: Any) -> int:
+    return int(node.value, 0)
+
+
+def _float(loader: Any, node: Any) -> float | str:
+    """A float as serde_yaml reads one; a value Rust parses as infinite (``1e999``) is
+    text to it."""
+    value: str = node.value
+    if value.lstrip("+-").lower() in (".inf", ".nan"):
+        special = float(value.replace(".", ""))
+        return special
+    number = float(value)
+    return number if math.isfinite(number) else value
+
+
+_Loader.add_constructor(_TAG + "int", _int)
+_Loader.add_constructor(_TAG + "float", _float)
+
+_TEXT_FIELDS = frozenset(
+    {
+        "name",
+        "type",
+        "cmd",
+        "args",
+        "envs",
+        "env_keys",
+        "uri",
+        "headers",
+        "description",
+        "display_name",
+        "available_tools",
+        "code",
+        "dependencies",
+    }
+)
+"""The fields of a Goose extension that are text (or lists and maps of text) to Goose."""
+
+
+def _as_text(node: Any) -> None:
+    """Make every plain scalar in ``node`` text, as serde_yaml gives a string field."""
+    if isinstance(node, yaml.ScalarNode):
+        if node.style is None:
+            node.tag = _STR
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _as_text(item)
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _as_text(key)
+            _as_text(value)
+
+
+def _entry_value(node: Any) -> Any:
+    """An entry's value as Goose reads it: its text fields as text."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value in _TEXT_FIELDS:
+                _as_text(value)
+    return _Loader("").construct_document(node)
 
 
 def _end(node: Any, text: str) -> int:
@@ -114,6 +193,26 @@ def _patch(text: str, node: Any, old: Any, new: dict[str, Any]) -> list[tuple[_S
         at = _line_end(text, _end(node.value[-1][1], text))
         pieces.append(((at, at), "\n" + _render(added, indent)))
     return pieces
+
+
+def _rewrite(text: str, node: Any, old: Any, new: dict[str, Any], indent: int) -> str:
+    """Entry ``node`` (whose value is ``old``) written anew as ``new`` in block style at
+    ``indent``: a key whose value does not change keeps its text when that is one line
+    (``timeout: 0755`` stays, not ``'0755'``)."""
+    kept: dict[str, str] = {}
+    if isinstance(node, yaml.MappingNode) and isinstance(old, dict):
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            if name not in new or name not in old or new[name] != old[name]:
+                continue
+            key_text = text[key.start_mark.index : key.end_mark.index]
+            value_text = text[value.start_mark.index : _end(value, text)]
+            if value_text and "\n" not in key_text + value_text:
+                kept[name] = f"{key_text}: {value_text}"
+    return "\n".join(
+        " " * indent + kept[name] if name in kept else _render({name: value}, indent)
+        for name, value in new.items()
+    )
 
 
 class YamlFormat(Format):
@@ -190,10 +289,14 @@ class YamlFormat(Format):
                 )
 
     def entries(self, text: str, where: str) -> dict[str, Any]:
-        self._members(text, where)  # the shape checks
-        data = self._load(text, where)
-        servers = data.get(self.section) if isinstance(data, dict) else None
-        return dict(servers) if isinstance(servers, dict) else {}
+        members = self._members(text, where)  # the shape checks
+        self._load(text, where)  # the whole file must load (no unknown tags anywhere)
+        try:
+            return {name: _entry_value(node) for name, (_, node) in members.items()}
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:
+            raise ClientConfigError(
+                f"{where}: not valid YAML: {_one_line(exc)}", path=where
+            ) from exc
 
     def _span(self, text: str, key: Any, value: Any) -> _Span:
         return key.end_mark.index, _end(value, text)
@@ -219,7 +322,8 @@ class YamlFormat(Format):
             indent = key.start_mark.column + 2
             if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
                 indent = node.value[0][0].start_mark.column  # the entry's own indentation
-            pieces.append((self._span(text, key, node), ":\n" + _render(value, indent)))
+            rewritten = _rewrite(text, node, current[name], value, indent)
+            pieces.append((self._span(text, key, node), ":\n" + rewritten))
         for name, original in originals.items():
             pieces.append((self._span(text, *members[name]), original))
         new = text

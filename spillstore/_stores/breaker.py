@@ -21,6 +21,21 @@ spill, no more), doubling to :data:`OUTAGE_MAX_PAUSE_SECONDS` (300 s: a store th
 back is used again within 5 minutes). In a 20-minute outage that is at most 7 probes of
 a few seconds each, instead of a full retry budget per request.
 
+Before the endpoint has answered once, the store does not know it is there: a black
+hole (a host that accepts connections and never replies) would cost the first request
+its whole timeout (30 s). So the breaker's first request probes first, like the one
+after a pause; the requests that come meanwhile wait for that probe (never longer than
+its timeout) instead of failing, and a failed probe opens the breaker as a failed
+request would. An answering endpoint pays one cheap request per store, once.
+
+An outage is also told to the other processes on the machine when the store gives the
+breaker a ``shared`` record (:class:`OutageRecord`; the S3 store's is a small file, see
+:mod:`spillstore._stores.breaker_file`): a breaker that opens records the outage, a
+closed one adopts an outage recorded there while it runs (as if it had found it itself:
+it fails fast, then probes when the pause is over), and a probe that finds the endpoint
+back clears it. A one-shot command then costs nothing during a pause another process
+found.
+
 The decisions are pure functions of a frozen :class:`Outage` and ``now``
 (:func:`admit`, :func:`after_failure`, :func:`after_probe`); :class:`Breaker` holds the
 state under a lock, with the clock and the probe injected.
@@ -35,7 +50,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from spillstore._errors import StoreError
 
@@ -45,6 +60,7 @@ __all__ = [
     "OUTAGE_PAUSE_SECONDS",
     "Breaker",
     "Outage",
+    "OutageRecord",
     "admit",
     "after_failure",
     "after_probe",
@@ -83,6 +99,19 @@ class Outage:
 
 CLOSED: Final = Outage()
 """No outage yet."""
+
+
+class OutageRecord(Protocol):
+    """Where processes tell each other an outage (none of its methods may raise)."""
+
+    def load(self, now: float, max_pause: float) -> Outage | None:
+        """An outage recorded by another process that runs ``now`` (None: none)."""
+
+    def save(self, state: Outage) -> None:
+        """Record an open breaker's state."""
+
+    def clear(self) -> None:
+        """Forget the recorded outage."""
 
 
 def admit(state: Outage, now: float) -> tuple[Decision, Outage]:
@@ -127,6 +156,11 @@ class Breaker:
         clock: epoch seconds (the store's clock).
         probe: one cheap request; returns None when the endpoint answered (whatever it
             said), else why it is down. It must not raise.
+        reach: the probe before the store's first request: None when the endpoint
+            replied at all (a 5xx too: that request's retries handle it), else why not.
+            It must not raise. None: the first request goes unprobed.
+        shared: the outage record shared with other processes (None: this process's
+            own findings only).
         first_pause: seconds of the first pause.
         max_pause: the longest pause.
     """
@@ -138,13 +172,19 @@ class Breaker:
         *,
         first_pause: float = OUTAGE_PAUSE_SECONDS,
         max_pause: float = OUTAGE_MAX_PAUSE_SECONDS,
+        reach: Callable[[], str | None] | None = None,
+        shared: OutageRecord | None = None,
     ) -> None:
         self._clock = clock
         self._probe = probe
+        self._reach = reach
+        self._shared = shared
         self._first_pause = first_pause
         self._max_pause = max(first_pause, max_pause)
         self._lock = threading.Lock()
         self._state = CLOSED
+        self._first = threading.Lock()
+        self._answered = reach is None
 
     @property
     def state(self) -> Outage:
@@ -157,6 +197,10 @@ class Breaker:
         Raises:
             StoreError: the endpoint is known to be down (at once, without a request).
         """
+        if self._shared is not None and self._state.retry_at is None:
+            self._adopt(self._shared)
+        if not self._answered:
+            self._first_probe()
         with self._lock:
             decision, self._state = admit(self._state, self._clock())
             refused = self._state
@@ -170,6 +214,7 @@ class Breaker:
         finally:
             with self._lock:
                 if reason is None:
+                    self._answered = True
                     self._state = after_probe(self._state, self._clock())
                 else:
                     self._state = after_failure(
@@ -182,11 +227,40 @@ class Breaker:
                 state = self._state
         if reason is None:
             logger.warning("the store answers again")
+            if self._shared is not None:
+                self._shared.clear()
             return
         logger.warning(
             "the store is still down (%s); next try in %.0f s", reason, state.pause_seconds
         )
+        if self._shared is not None:
+            self._shared.save(state)
         raise self._refusal(state)
+
+    def _adopt(self, shared: OutageRecord) -> None:
+        """Take on an outage another process recorded, while it runs."""
+        found = shared.load(self._clock(), self._max_pause)
+        if found is None:
+            return
+        with self._lock:
+            if self._state.retry_at is not None:
+                return
+            self._state = found
+        logger.warning(
+            "the store was found down by another process (%s); requests fail fast", found.reason
+        )
+
+    def _first_probe(self) -> None:
+        """Probe an endpoint never heard from yet (one request at a time: the others wait
+        for its answer); a failed probe opens the breaker."""
+        with self._first:
+            if self._answered or self._state.retry_at is not None or self._reach is None:
+                return
+            reason = self._reach()
+            if reason is None:
+                self._answered = True
+            else:
+                self.failed(reason)
 
     def failed(self, reason: str) -> None:
         """Record a request that found the endpoint down (its retries spent)."""
@@ -200,9 +274,13 @@ class Breaker:
                 max_pause=self._max_pause,
             )
             opened = self._state is not before
-            pause = self._state.pause_seconds
+            state = self._state
         if opened:
-            logger.warning("the store failed (%s); requests fail fast for %.0f s", reason, pause)
+            logger.warning(
+                "the store failed (%s); requests fail fast for %.0f s", reason, state.pause_seconds
+            )
+            if self._shared is not None:
+                self._shared.save(state)
 
     def _refusal(self, state: Outage) -> StoreError:
         wait = 0.0 if state.retry_at is None else max(0.0, state.retry_at - self._clock())

@@ -213,14 +213,17 @@ def is_outage(exc: BaseException | None) -> bool:
     return found is None or int(found.group(1)) >= 500
 
 
-def probe(objects: ObjectStore, key: str) -> str | None:
+def probe(objects: ObjectStore, key: str, *, any_reply: bool = False) -> str | None:
     """One HEAD request for ``key`` (a missing object is fine): None if the endpoint
-    answered, else why not (it never raises; ``objects`` should not retry)."""
+    answered (with ``any_reply``, whatever its status: a 5xx too), else why not (it
+    never raises; ``objects`` should not retry)."""
     try:
         obstore.head(objects, key)
     except BaseException as exc:  # a panic is a BaseException
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
+        if any_reply and _STATUS.search(str(exc)) is not None:
+            return None
         return describe(exc) if is_outage(exc) or is_panic(exc) else None
     return None
 

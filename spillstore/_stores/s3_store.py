@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import datetime
 import json
 import logging
 import os
@@ -32,6 +31,7 @@ from spillstore._errors import ConfigError, StoreError
 from spillstore._stores.backend import BytesReader, DataReader
 from spillstore._stores.base import Store
 from spillstore._stores.breaker import OUTAGE_MAX_PAUSE_SECONDS, OUTAGE_PAUSE_SECONDS, Breaker
+from spillstore._stores.breaker_file import shared_outage
 from spillstore._stores.errors import expired_error, not_found_error
 from spillstore._stores.meta import MAX_INDEX_BYTES, SpillMeta, tombstone_record
 from spillstore._stores.s3_bucket import (
@@ -46,6 +46,16 @@ from spillstore._stores.s3_bucket import (
     validate_prefix,
 )
 from spillstore._stores.s3_io import S3Reader, S3Sink
+from spillstore._stores.s3_options import (
+    CONNECT_TIMEOUT,
+    PROBE_TIMEOUT,
+    READ_TIMEOUT,
+    REQUEST_TIMEOUT,
+    RETRIES,
+    RETRY_SECONDS,
+    default_retries,
+    with_timeouts,
+)
 from spillstore._stores.writer import Sink
 
 if TYPE_CHECKING:
@@ -59,6 +69,8 @@ __all__ = [
     "OUTAGE_PAUSE_SECONDS",
     "PART_BYTES",
     "PROBE_TIMEOUT",
+    "READ_TIMEOUT",
+    "REQUEST_TIMEOUT",
     "RETRIES",
     "RETRY_SECONDS",
     "TOMBSTONE_TTL_SECONDS",
@@ -80,22 +92,6 @@ UPLOAD_CONCURRENCY: Final = 2
 
 TOMBSTONE_TTL_SECONDS: Final = 7 * 24 * 3600.0
 """How long a removed spill's id is remembered (``gc`` prunes older tombstones)."""
-
-RETRIES: Final = 3
-"""Default retries of a failed request (5xx, connection errors, timeouts), within
-:data:`RETRY_SECONDS` (obstore's own default, 10 within 3 minutes, held a tool call
-for minutes when the endpoint stopped answering)."""
-
-RETRY_SECONDS: Final = 20.0
-"""Default time after a request's first attempt past which it is not retried."""
-
-CONNECT_TIMEOUT: Final = "5s"
-"""Default timeout of the connect phase (each request's whole timeout stays obstore's
-30 s)."""
-
-PROBE_TIMEOUT: Final = "5s"
-"""Timeout of the one request (a HEAD, no retries) that probes an endpoint found down
-once its pause is over (its connect phase: :data:`CONNECT_TIMEOUT` at most)."""
 
 CLEANER_LEASE_SECONDS: Final = 600.0
 """A cleaner's lock lapses this long after it was taken (a crashed cleaner's lock is
@@ -121,8 +117,9 @@ class S3Store(Store):
         config: further obstore ``S3Config`` keys (credentials, ``virtual_hosted_style_
             request``, ...); by default credentials come from the usual ``AWS_*``
             environment variables, a profile's web identity, or the instance metadata.
-        client_options: obstore ``ClientConfig`` (timeouts, proxy, ``allow_http``;
-            ``connect_timeout`` defaults to :data:`CONNECT_TIMEOUT`).
+        client_options: obstore ``ClientConfig`` (timeouts, proxy, ``allow_http``);
+            ``connect_timeout``, ``read_timeout`` and ``timeout`` default to
+            :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT` and :data:`REQUEST_TIMEOUT`.
         retry_config: obstore ``RetryConfig`` (5xx and network errors are retried;
             default :data:`RETRIES` times within :data:`RETRY_SECONDS`, so a dead
             endpoint costs a tool call about a minute at most, not several).
@@ -131,8 +128,10 @@ class S3Store(Store):
             its "NOT saved" preview at once) after one found the endpoint unreachable or
             failing; then one probe (a HEAD, :data:`PROBE_TIMEOUT`) decides, and each
             failed probe doubles the pause, up to :data:`OUTAGE_MAX_PAUSE_SECONDS`
-            (see :mod:`spillstore._stores.breaker`). Default
-            :data:`OUTAGE_PAUSE_SECONDS`; None: every request tries the endpoint.
+            (see :mod:`spillstore._stores.breaker`). The store's first request is
+            probed too, so an endpoint that never answers costs it the probe's timeout.
+            Default :data:`OUTAGE_PAUSE_SECONDS`; None: every request tries the
+            endpoint (and nothing is probed).
         clock: epoch seconds, for ``created_at``, ``gc``, the cleaner's lease and the
             outage pauses.
         retention_bytes: default retention cap (None: keep everything).
@@ -181,13 +180,8 @@ class S3Store(Store):
             )
         self._bucket_name = bucket
         prefix = validate_prefix(prefix)
-        options: dict[str, Any] = dict(client_options or {})
-        options.setdefault("connect_timeout", CONNECT_TIMEOUT)
-        if retry_config is None:
-            retry_config = {
-                "max_retries": RETRIES,
-                "retry_timeout": datetime.timedelta(seconds=RETRY_SECONDS),
-            }
+        options = with_timeouts(client_options)
+        retry_config = default_retries() if retry_config is None else retry_config
         if endpoint is not None and endpoint.startswith("http://"):
             options.setdefault("allow_http", True)
         settings: dict[str, Any] = dict(config or {})
@@ -197,13 +191,14 @@ class S3Store(Store):
         check_printable("region", region or settings.get("region") or os.environ.get("AWS_REGION"))
         for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
             check_printable(f"credential ${variable}", os.environ.get(variable))
-        check_endpoint(
+        endpoint_url = (
             settings.get("endpoint")
             or settings.get("aws_endpoint")
             or settings.get("aws_endpoint_url")
             or os.environ.get("AWS_ENDPOINT_URL")
             or os.environ.get("AWS_ENDPOINT")
         )
+        check_endpoint(endpoint_url)
         if region is not None:
             settings["region"] = region
 
@@ -228,6 +223,8 @@ class S3Store(Store):
                 lambda: probe(probing, "_probe"),
                 first_pause=outage_pause,
                 max_pause=max(outage_pause, OUTAGE_MAX_PAUSE_SECONDS),
+                reach=lambda: probe(probing, "_probe", any_reply=True),
+                shared=shared_outage(endpoint_url, region, bucket),
             )
         self._bucket = Bucket(objects(options, retry_config), prefix, breaker)
         self._tombstone_ttl = tombstone_ttl

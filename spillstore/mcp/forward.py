@@ -2,7 +2,9 @@
 
 - :class:`Passthrough`: resources (list, templates, read), prompts (list, get),
   completions and ``logging/setLevel``, sent upstream unchanged when the upstream has
-  them; their results come back uncapped.
+  them; their results come back uncapped. The proxy always takes ``logging/setLevel``
+  (its own warnings reach the client as log messages, :meth:`Passthrough.warn_client`),
+  and keeps the level.
 - :class:`Subscriptions`: the resource subscriptions the proxy holds upstream for its
   clients, counted per URI: a 2025-era ``resources/subscribe`` and every URI of a
   2026-era ``subscriptions/listen`` stream send ``resources/subscribe`` upstream (once
@@ -47,11 +49,30 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from spillstore.mcp.upstream import Connection
 
-__all__ = ["Notifications", "Passthrough", "ProxyServer", "Subscriptions", "progress_forwarder"]
+__all__ = [
+    "LOG_LEVELS",
+    "Notifications",
+    "Passthrough",
+    "ProxyServer",
+    "Subscriptions",
+    "progress_forwarder",
+]
 
 log = logging.getLogger("spillstore")
 
 _Result = TypeVar("_Result", bound=types.Result)
+
+LOG_LEVELS: tuple[types.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+"""MCP's log levels, least severe first."""
 
 
 class ProxyServer(Server[Any]):
@@ -92,6 +113,9 @@ class Passthrough:
         self.request_timeout = request_timeout
         self.subscriptions = Subscriptions(acquire, request_timeout)
         """The resource subscriptions held upstream (see :class:`Subscriptions`)."""
+        self.client_log_level: types.LoggingLevel | None = None
+        """The level a 2025-era client set with ``logging/setLevel`` (None: not set)."""
+        self._upstream_logs = False
 
     def handlers(self, caps: types.ServerCapabilities) -> dict[str, Any]:
         """The ``on_*`` server handlers for what the upstream's capabilities offer."""
@@ -109,8 +133,8 @@ class Passthrough:
             handlers["on_get_prompt"] = self.get_prompt
         if caps.completions is not None:
             handlers["on_completion"] = self.complete
-        if caps.logging is not None:
-            handlers["on_set_logging_level"] = self.set_logging_level
+        self._upstream_logs = caps.logging is not None
+        handlers["on_set_logging_level"] = self.set_logging_level
         return handlers
 
     async def _forward(self, request: types.ClientRequest, result_type: type[_Result]) -> _Result:
@@ -163,9 +187,35 @@ class Passthrough:
     async def set_logging_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        """A 2025-era client's log level: the upstream filters its log messages by it."""
+        """A 2025-era client's log level: the proxy's own warnings are filtered by it, and
+        the upstream's log messages by the upstream (when it has logging)."""
+        self.client_log_level = params.level
+        if not self._upstream_logs:
+            return types.EmptyResult()
         request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=params.level))
         return await self._forward(request, types.EmptyResult)
+
+    async def warn_client(self, ctx: ServerRequestContext[Any], messages: Sequence[str]) -> None:
+        """Send the proxy's own warnings to the client of ``ctx`` as log messages
+        (``notifications/message``, logger ``spillstore``), where its session allows: a
+        2025-era client unless it set a level above ``warning``; a 2026-era request only
+        when it opted in at ``warning`` or below (the SDK's session drops the rest)."""
+        level: types.LoggingLevel = "warning"
+        if (
+            ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+            and self.client_log_level is not None
+            and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.client_log_level)
+        ):
+            return
+        for message in messages:
+            try:
+                with warnings.catch_warnings():  # deprecated in 2026-07-28; still allowed
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await ctx.session.send_log_message(
+                        level, message, "spillstore", related_request_id=ctx.request_id
+                    )
+            except Exception as exc:  # the client went away
+                log.debug("spillstore proxy: could not send a warning to the client: %s", exc)
 
 
 class Subscriptions:

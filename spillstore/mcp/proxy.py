@@ -378,9 +378,9 @@ class SpillProxy:
     ) -> types.ListToolsResult:
         conn = await self._acquire()
         upstream = await self._list_upstream_tools(conn)
-        return types.ListToolsResult(
-            tools=self._late_clashes.merge(upstream, spill_tool_definitions(self.spill_tools))
-        )
+        tools = self._late_clashes.merge(upstream, spill_tool_definitions(self.spill_tools))
+        await self._passthrough.warn_client(ctx, self._late_clashes.take_news())
+        return types.ListToolsResult(tools=tools)
 
     async def _acquire(self) -> Connection:
         assert self._upstream is not None

@@ -5,7 +5,9 @@ serve the spill tools under the prefix (``spillstore_read_spill``, ...), with on
 warning; the names are then fixed for the proxy's life, since every pointer names them.
 An upstream tool of such a name that appears later (``tools/list_changed``, or a
 restarted upstream) is therefore not served: the spill tool keeps the name, and one
-warning per name says so and that restarting the proxy serves both.
+warning per name says so and that restarting the proxy serves both: on stderr (the
+``spillstore`` logger), and to the client that listed the tools as an MCP log message
+(:meth:`LateClashes.take_news`), since a client usually hides the server's stderr.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ class LateClashes:
 
     def __init__(self) -> None:
         self._reported: set[str] = set()
+        self._news: list[str] = []
+
+    def take_news(self) -> list[str]:
+        """The warnings reported since the last call (for the client), once each."""
+        news, self._news = self._news, []
+        return news
 
     def merge(
         self, upstream: Iterable[types.Tool], spill: Sequence[types.Tool]
@@ -76,10 +84,10 @@ class LateClashes:
             if name in SPILL_TOOL_NAMES
             else "restart the proxy with another --prefix to serve both"
         )
-        log.warning(
-            "spillstore proxy: the upstream now has a tool named %r, the name of a spill "
-            "tool; the spill tool keeps it (the pointers given so far name it), so the "
-            "upstream's is not served; %s",
-            name[:200],
-            fix,
+        message = (
+            f"spillstore proxy: the upstream now has a tool named {name[:200]!r}, the name "
+            f"of a spill tool; the spill tool keeps it (the pointers given so far name it), "
+            f"so the upstream's is not served; {fix}"
         )
+        log.warning("%s", message)
+        self._news.append(message)

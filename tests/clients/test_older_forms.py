@@ -114,7 +114,10 @@ def test_an_opencode_server_in_both_layouts_is_one_error_line(work: Path, cli: C
         code, out = cli(command, "opencode", "--scope", "project", *extra)
         assert code == 1
         assert out.count("\n") == 1
-        assert "server 'git' is both in mcp.servers and directly in mcp; keep one" in out
+        assert (
+            "server 'git' is both in mcp.servers and directly in mcp (the one directly in "
+            "mcp is run); keep one"
+        ) in out
     assert config.read_text(encoding="utf-8") == text
 
 
@@ -157,3 +160,38 @@ def test_zed_entries_with_a_command_object_are_wrapped_in_that_form(work: Path, 
         backup.unlink()
     assert cli("uninstall", "zed", "--scope", "project", "--all")[0] == 0
     assert _plain(config.read_text(encoding="utf-8")) == _plain(ZED)
+
+
+def _zed_migrated(entry: dict[str, object]) -> dict[str, object]:
+    """What Zed's settings migration makes of an entry with a command object: the object
+    flattened into ``command``, ``args`` and ``env`` (Zed's ``m_2025`` migration)."""
+    nested = entry["command"]
+    assert isinstance(nested, dict)
+    flat = {key: value for key, value in entry.items() if key != "command"}
+    flat["command"] = nested["path"]
+    flat |= {key: nested[key] for key in ("args", "env") if key in nested}
+    return flat
+
+
+def test_a_wrapped_zed_entry_zed_migrated_comes_back_in_its_older_form(
+    work: Path, cli: Cli
+) -> None:
+    """Zed flattened the command object of an entry spillstore wrapped in its older form:
+    uninstall still finds the entry's backup and gives the entry back as it was found
+    (the command object, its comment included), not rebuilt flat."""
+    config = work / ".zed" / "settings.json"
+    config.parent.mkdir()
+    config.write_text(ZED, encoding="utf-8")
+    code, out = cli("install", "zed", "--scope", "project", "--all", "--launcher", LAUNCHER)
+    assert code == 0, out
+    settings = _plain(config.read_text(encoding="utf-8"))
+    servers = settings["context_servers"]
+    assert isinstance(servers, dict)
+    servers["old"] = _zed_migrated(servers["old"])
+    config.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    code, out = cli("uninstall", "zed", "--scope", "project", "--all")
+    assert code == 0, out
+    assert "old: restored - from its backup, as it was" in out, out
+    restored = config.read_text(encoding="utf-8")
+    assert '"env": {"TOKEN": "secret"}  // kept in the command object' in restored
+    assert _plain(restored) == _plain(ZED)

@@ -180,3 +180,54 @@ def test_goose_values_are_read_as_yaml_1_2_as_goose_reads_them(
     args = yaml.safe_load(config.read_text(encoding="utf-8"))["extensions"]["flags"]["args"]
     assert args == ["mcp", "proxy", "--", "tool", "--color", "on", "no"]
     _uninstall_gives_back(capsys, config, text)
+
+
+YAML_11_SCALARS = ["0755", "1_000", "0o17", "1:20", "~", "0x1F", "0b11", "1e3", ".inf", "+12"]
+"""Plain scalars that PyYAML's YAML 1.1 reads otherwise than their text (octal, 1_000,
+sexagesimal 1:20, null, ...); Goose reads an argument's text as it is written."""
+
+
+def test_goose_arguments_are_their_text_whatever_yaml_1_1_makes_of_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Arguments such as ``0755``, ``1_000``, ``0o17``, ``1:20`` and ``~`` are text to
+    Goose (its ``args`` are strings): status shows them as written, install wraps them
+    with that text, the other keys stay as written, and uninstall gives the bytes back."""
+    words = " ".join(YAML_11_SCALARS)
+    text = (
+        "extensions:\n  perms:\n    type: stdio\n    cmd: chmod\n"
+        f"    args: [{', '.join(YAML_11_SCALARS)}]\n"
+        "    envs:\n      MODE: 0755\n      LIMIT: 1_000\n      AT: 1:20\n"
+        "    timeout: 0755\n"
+    )
+    status = tmp_path / "status.yaml"
+    status.write_text(text, encoding="utf-8")
+    code, out = _run(capsys, "status", "goose", "--config", str(status))
+    assert code == 0, out
+    assert f"perms: not wrapped: chmod {words}" in out, out
+    config = _installed(tmp_path, capsys, text)
+    wrapped = config.read_text(encoding="utf-8")
+    assert "    envs:\n      MODE: 0755\n      LIMIT: 1_000\n      AT: 1:20\n" in wrapped
+    assert "    timeout: 0755\n" in wrapped
+    as_text = yaml.load(wrapped, Loader=yaml.BaseLoader)["extensions"]["perms"]
+    assert as_text["args"] == ["mcp", "proxy", "--", "chmod", *YAML_11_SCALARS]
+    _uninstall_gives_back(capsys, config, text)
+
+
+def test_an_inline_goose_extension_keeps_the_values_it_did_not_change_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An extension written inline is rewritten as a block, but the values install does
+    not change keep their text (``timeout: 0755`` stays ``0755``, not ``493`` or a quoted
+    string); uninstall gives the bytes back."""
+    text = (
+        "extensions:\n  perms: {type: stdio, cmd: chmod, args: [0755, '~'], timeout: 0755, "
+        "envs: {MODE: 0o17, AT: 1:20}, enabled: yes}\n"
+    )
+    config = _installed(tmp_path, capsys, text)
+    wrapped = config.read_text(encoding="utf-8")
+    for kept in ("timeout: 0755\n", "envs: {MODE: 0o17, AT: 1:20}\n", "enabled: yes\n"):
+        assert kept in wrapped, wrapped
+    as_text = yaml.load(wrapped, Loader=yaml.BaseLoader)["extensions"]["perms"]
+    assert as_text["args"] == ["mcp", "proxy", "--", "chmod", "0755", "~"]
+    _uninstall_gives_back(capsys, config, text)

@@ -431,3 +431,69 @@ def test_pipelined_direct_calls_each_get_their_own_answer(tmp_path: Path) -> Non
                 assert proxy_text(answer) == f"call {n}"
     finally:
         proxy.close()
+
+
+LATE_CLASH = [*BIG, "--late-clash", "read_spill"]
+
+
+async def _late_clash_logs(
+    mode: str, **client: object
+) -> list[types.LoggingMessageNotificationParams]:
+    """The log messages a client of ``mode`` gets while a tool named ``read_spill``
+    appears upstream and it lists the tools three times."""
+    logged: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+
+    async with (
+        SpillProxy(LATE_CLASH, store=MemoryStore()) as running,
+        Client(running.server, mode=mode, logging_callback=on_log, **client) as connected,  # type: ignore[arg-type]
+    ):
+        await connected.call_tool("add_tool", {})
+        for _ in range(3):
+            names = [tool.name for tool in (await connected.list_tools()).tools]
+            assert names.count("read_spill") == 1
+        await anyio.sleep(0.1)
+    return [params for params in logged if params.logger == "spillstore"]
+
+
+@legacy_calls
+async def test_a_late_clash_is_told_to_a_2025_client_as_a_log_message() -> None:
+    """The warning about an upstream tool hidden by a spill tool's name reaches a
+    2025-era client as one ``notifications/message`` (stderr is usually hidden)."""
+    logged = await _late_clash_logs("legacy")
+    assert len(logged) == 1
+    assert logged[0].level == "warning"
+    assert "now has a tool named 'read_spill'" in str(logged[0].data)
+    assert "restart the proxy" in str(logged[0].data)
+
+
+@legacy_calls
+async def test_a_late_clash_respects_the_level_a_2025_client_set() -> None:
+    """A 2025-era client that asked for errors only gets no warning."""
+    logged: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+
+    async with (
+        SpillProxy(LATE_CLASH, store=MemoryStore()) as running,
+        Client(running.server, mode="legacy", logging_callback=on_log) as client,
+    ):
+        await client.set_logging_level("error")
+        await client.call_tool("add_tool", {})
+        await client.list_tools()
+        await anyio.sleep(0.1)
+    assert [params for params in logged if params.logger == "spillstore"] == []
+
+
+@pytest.mark.parametrize(("log_level", "told"), [("warning", 1), (None, 0), ("error", 0)])
+async def test_a_late_clash_reaches_a_2026_list_that_opted_in(
+    log_level: str | None, told: int
+) -> None:
+    """On 2026-07-28 the warning rides the ``tools/list`` request that found the clash,
+    when that request opted in to logs at ``warning`` or below."""
+    client = {} if log_level is None else {"log_level": log_level}
+    logged = await _late_clash_logs("auto", **client)
+    assert len(logged) == told

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from spillstore.s3 import S3Store
-from tests.stores.s3_server import FaultProxy, make_s3_store, moto_endpoint
+from tests.stores.s3_server import BlackHole, FaultProxy, make_s3_store, moto_endpoint
 
 
 @pytest.fixture
@@ -55,3 +55,13 @@ def fault_proxy(s3_endpoint: str) -> Iterator[FaultProxy]:
         yield proxy
     finally:
         proxy.stop()
+
+
+@pytest.fixture
+def black_hole() -> Iterator[BlackHole]:
+    """A :class:`BlackHole` endpoint, closed at the end."""
+    hole = BlackHole()
+    try:
+        yield hole
+    finally:
+        hole.close()

@@ -21,6 +21,7 @@ import http.server
 import logging
 import re
 import secrets
+import socket
 import threading
 import time
 import warnings
@@ -186,3 +187,31 @@ class FaultProxy:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class BlackHole:
+    """An endpoint on 127.0.0.1 that accepts connections and never answers (a real
+    listening socket: the kernel completes the handshake, nothing ever replies)."""
+
+    def __init__(self) -> None:
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(128)
+        self._held: list[socket.socket] = []
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # closed
+            while True:
+                self._held.append(self._listener.accept()[0])
+
+    @property
+    def connections(self) -> int:
+        """How many connections it accepted."""
+        return len(self._held)
+
+    def close(self) -> None:
+        self._listener.close()
+        for held in self._held:
+            held.close()
