@@ -168,34 +168,27 @@ class Catalog:
         local = self._local
         held: Held | None = getattr(local, "held", None)
         if held is not None:
-            conn = held.conn
-            if conn is not None and held.pid == os.getpid():
-                return conn
+            live = held.conn
+            if live is not None and held.pid == os.getpid():
+                return live
         fallback: sqlite3.Connection | None = getattr(local, "fallback", None)
         if fallback is not None:
             return fallback
-        self._holders.wait_for_repair()  # check --fix replacing the file: open the new one
-        self._check_files()
         with _db_errors("cannot open the catalog"):
-            mode = choose_mode(self._path)
-            try:
-                conn = open_catalog(self._path, make_schema, mode)
-                if mode == "shared" and is_provisional(conn):  # the disk is full: this once
-                    conn.close()
-                    raise sqlite3.OperationalError("database or disk is full")
-            except sqlite3.Error as exc:
-                if mode != "shared" or store_errno(exc) != errno.ENOSPC:
-                    raise
-                mode = "exclusive"
-                conn = open_catalog(self._path, make_schema, mode)
+            found = None
+            while found is None:  # until no check --fix began to replace the file meanwhile
+                generation = self._holders.wait_for_repair()
+                self._check_files()
+                conn, mode = self._open()
+                found = self._holders.hold(conn, generation)
             if mode != "shared":
-                local.fallback = conn
+                local.fallback, local.fallback_held = conn, found
                 local.read_only = read_only(self._path) if mode == "immutable" else None
                 if is_provisional(conn):
                     local.read_only = (errno.ENOSPC, _NO_TABLES)
                 on_scope_end(self._close_fallback)
             else:
-                local.held = self._holders.hold(conn)
+                local.held = found
         local.version = -1
         local.rows = {}
         listed = has_listing(conn)
@@ -203,10 +196,27 @@ class Catalog:
         local.unlisted_sql = UNLISTED_SQL if listed else ALL_WHOLE_SQL
         return conn
 
+    def _open(self) -> tuple[sqlite3.Connection, str]:
+        """A new connection and its mode (see :func:`~spillstore._stores.local_db.
+        choose_mode`; a shared open that finds the disk full is made exclusive)."""
+        mode = choose_mode(self._path)
+        try:
+            conn = open_catalog(self._path, make_schema, mode)
+            if mode == "shared" and is_provisional(conn):  # the disk is full: this once
+                conn.close()
+                raise sqlite3.OperationalError("database or disk is full")
+        except sqlite3.Error as exc:
+            if mode != "shared" or store_errno(exc) != errno.ENOSPC:
+                raise
+            mode = "exclusive"
+            conn = open_catalog(self._path, make_schema, mode)
+        return conn, mode
+
     def _close_fallback(self) -> None:
-        conn = self._local.fallback
-        self._local.fallback = self._local.read_only = None
-        self._local.rows = {}
+        local = self._local
+        conn = local.fallback
+        local.fallback = local.read_only = local.fallback_held.conn = None  # its lock is ours
+        local.rows = {}
         conn.close()
 
     @contextlib.contextmanager

@@ -348,8 +348,9 @@ it leaves the catalog in place (operations last milliseconds)."""
 
 
 class Held:
-    """A shared connection of one thread, as :class:`Holders` sees it: ``conn`` is None
-    once another thread closed it (the thread then opens the catalog again)."""
+    """A connection of one thread, as :class:`Holders` sees it (shared, or a fallback for
+    one operation): ``conn`` is None once closed (the thread then opens the catalog
+    again)."""
 
     __slots__ = ("__weakref__", "conn", "pid", "state")
 
@@ -376,8 +377,8 @@ class Held:
 
 
 class Holders:
-    """The shared connections this process holds to one catalog file, whatever thread
-    or store opened them, so ``check --fix`` can replace the file under them.
+    """The connections this process holds to one catalog file, whatever thread or store
+    opened them, so ``check --fix`` can replace the file under them.
 
     A connection is used by the thread that opened it, one operation at a time.
     :meth:`replacing` closes each thread's connection between two of its operations
@@ -395,6 +396,7 @@ class Holders:
         self._held: weakref.WeakSet[Held] = weakref.WeakSet()
         self._changed = threading.Condition()
         self._repairer: int | None = None
+        self._generation = 0
 
     @classmethod
     def of(cls, path: str) -> Holders:
@@ -402,19 +404,26 @@ class Holders:
         with cls._by_path_lock:
             return cls._by_path.setdefault(os.path.realpath(path), cls())
 
-    def hold(self, conn: sqlite3.Connection) -> Held:
-        """Record this thread's new shared connection (forgotten with the handle)."""
-        held = Held(conn)
-        weakref.finalize(held, conn.close)  # a connection is in a cycle: gc alone is late
+    def hold(self, conn: sqlite3.Connection, generation: int) -> Held | None:
+        """Record this thread's new connection (forgotten with the handle); None, the
+        connection closed, if a repair began since :meth:`wait_for_repair` returned
+        ``generation``: it may be open on the file being replaced (open again)."""
         with self._changed:
+            if generation != self._generation:
+                conn.close()
+                return None
+            held = Held(conn)
+            weakref.finalize(held, conn.close)  # a connection sits in a cycle: gc is late
             self._held.add(held)
         return held
 
-    def wait_for_repair(self) -> None:
-        """Wait while another thread replaces the catalog file (before an open)."""
+    def wait_for_repair(self) -> int:
+        """Wait while another thread replaces the catalog file (before an open); return
+        the count of repairs begun, for :meth:`hold`."""
         with self._changed:
             while self._repairer not in (None, threading.get_ident()):
                 self._changed.wait()
+            return self._generation
 
     @contextlib.contextmanager
     def replacing(self) -> Iterator[bool]:
@@ -426,6 +435,7 @@ class Holders:
             while self._repairer is not None:
                 self._changed.wait()
             self._repairer = threading.get_ident()
+            self._generation += 1
         try:
             yield self._close_all()
         finally:

@@ -294,3 +294,40 @@ def test_a_files_layout_store_on_a_full_disk_says_why_it_cannot_be_opened(tmp_pa
         listed = cli(root, "ls", "-a")
         assert listed.returncode == 0, listed.stderr
         assert all(m.spill_id.encode() in listed.stdout for m in metas)
+
+
+def test_check_fix_waits_for_a_thread_in_an_operation_on_a_full_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a full disk a thread's operation has a connection of its own (exclusive): check
+    --fix sees that thread in its operation too, and leaves the catalog in place, saying
+    so, instead of replacing it under that connection."""
+    import spillstore._stores.local_db as local_db
+
+    monkeypatch.setattr(local_db, "REPLACE_WAIT_SECONDS", 0.2)
+    mount = tmp_path / "mnt"
+    with tmpfs(mount, "384k"):
+        root, ids = _full_store(mount, [60_000, 100])
+        store = LocalStore(root)
+        inside, leave = threading.Event(), threading.Event()
+
+        def hold_an_operation() -> None:
+            with local_db.db_errors("a long operation"):
+                assert [m.spill_id for m in store._catalog.list("s1")] == ids
+                inside.set()
+                leave.wait(60)
+
+        holder = threading.Thread(target=hold_an_operation)
+        holder.start()
+        try:
+            assert inside.wait(60)
+            os.link(root / "catalog.sqlite3", mount / "second-name")
+            [problem] = store.check(fix=True).problems
+            assert not problem.fixed and "another thread of this process" in problem.detail
+        finally:
+            leave.set()
+            holder.join(60)
+        os.unlink(mount / "fill")
+        assert store.check(fix=True).ok
+        assert (root / "catalog.sqlite3").stat().st_nlink == 1
+        assert [m.spill_id for m in store.list()] == ids
