@@ -19,6 +19,7 @@ import pytest
 from spillstore._errors import SpillExpired, SpillNotFound, StoreError
 from spillstore._stores.local import LocalStore
 from spillstore._stores.local_rebuild import RECOVERED_NOTE, repairing
+from tests.stores.in_operation import thread_in_an_operation
 
 KW = {"tool_name": "bash", "tool_call_id": "call-1"}
 OUTPUTS = [
@@ -372,25 +373,11 @@ def test_check_fix_leaves_the_catalog_while_another_thread_is_in_an_operation(
     monkeypatch.setattr(local_db, "REPLACE_WAIT_SECONDS", 0.2)
     root = tmp_path / "root"
     store, ids = _store_with_spills(root)
-    inside, leave = threading.Event(), threading.Event()
-
-    def hold_an_operation() -> None:
-        with local_db.db_errors("a long operation"):
-            store._catalog.list("s1")
-            inside.set()
-            leave.wait(60)
-
-    holder = threading.Thread(target=hold_an_operation)
-    holder.start()
-    try:
-        assert inside.wait(60)
+    with thread_in_an_operation(store, "s1"):
         os.link(root / "catalog.sqlite3", tmp_path / "second-name")
         [problem] = store.check(fix=True).problems
         assert not problem.fixed and "another thread of this process" in problem.detail
         assert (root / "catalog.sqlite3").stat().st_nlink == 2
-    finally:
-        leave.set()
-        holder.join(60)
     assert store.check(fix=True).ok
     assert (root / "catalog.sqlite3").stat().st_nlink == 1
     assert sorted(m.spill_id for m in store.list()) == sorted(ids)

@@ -27,6 +27,7 @@ from spillstore._errors import SpillExpired, StoreError
 from spillstore._stores.local import LocalStore
 from tests.cli.test_cli import cli
 from tests.stores.files_layout import write_files_layout
+from tests.stores.in_operation import thread_in_an_operation
 from tests.stores.small_fs import fill, tmpfs
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
@@ -309,24 +310,11 @@ def test_check_fix_waits_for_a_thread_in_an_operation_on_a_full_disk(
     with tmpfs(mount, "384k"):
         root, ids = _full_store(mount, [60_000, 100])
         store = LocalStore(root)
-        inside, leave = threading.Event(), threading.Event()
-
-        def hold_an_operation() -> None:
-            with local_db.db_errors("a long operation"):
-                assert [m.spill_id for m in store._catalog.list("s1")] == ids
-                inside.set()
-                leave.wait(60)
-
-        holder = threading.Thread(target=hold_an_operation)
-        holder.start()
-        try:
-            assert inside.wait(60)
+        with thread_in_an_operation(store, "s1") as listed:
+            assert [m.spill_id for m in listed] == ids
             os.link(root / "catalog.sqlite3", mount / "second-name")
             [problem] = store.check(fix=True).problems
             assert not problem.fixed and "another thread of this process" in problem.detail
-        finally:
-            leave.set()
-            holder.join(60)
         os.unlink(mount / "fill")
         assert store.check(fix=True).ok
         assert (root / "catalog.sqlite3").stat().st_nlink == 1
