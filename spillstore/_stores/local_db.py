@@ -323,7 +323,7 @@ def open_catalog(
     (``schema``)."""
     if mode == "immutable":
         uri = f"file:{urllib.parse.quote(path)}?immutable=1"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     else:
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
