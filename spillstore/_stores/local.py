@@ -78,13 +78,11 @@ from spillstore._stores.local_gc import (
     remove_session_dir,
 )
 from spillstore._stores.local_marks import (
-    CATALOG_FORMAT,
     STORE_FORMAT,
     mark_root,
     refuse_special_root,
-    set_format,
 )
-from spillstore._stores.local_migrate import migrate_files_layout, upgrade_json_catalog
+from spillstore._stores.local_migrate import migrate_root
 from spillstore._stores.local_rebuild import check_catalog, may_open_damaged
 from spillstore._stores.local_scan import check_data, read_small
 from spillstore._stores.local_sink import LocalSink
@@ -189,11 +187,8 @@ class LocalStore(Store):
 
     def _migrate(self) -> None:
         """Move a root of the files layout (or an older catalog) into the catalog."""
-        with self._cleaner_lock(), map_os_errors(f"cannot migrate the store {self.root}"):
-            if mark_root(self._root, force=True) == STORE_FORMAT:
-                migrate_files_layout(self._root, self._catalog)
-            upgrade_json_catalog(self._root, self._catalog)
-            set_format(self._root, CATALOG_FORMAT)
+        with self._cleaner_lock():
+            migrate_root(self._root, self._catalog)
 
     @property
     def root(self) -> str:

@@ -37,7 +37,6 @@ import logging
 import operator
 import os
 import sqlite3
-import stat
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
@@ -46,22 +45,26 @@ from spillstore._core.collector import gc_paused
 from spillstore._errors import StoreError, UnsafeStoreRoot
 from spillstore._stores.local_db import (
     DAMAGED,
+    BadFile,
+    Held,
+    Holders,
+    bad_files,
     check_header,
     choose_mode,
+    file_stats,
     held_elsewhere,
     is_damaged,
     on_scope_end,
     open_catalog,
+    read_only,
     store_errno,
 )
 from spillstore._stores.local_db import db_errors as _db_errors
 from spillstore._stores.local_files import CREATE_FLAGS, LocalRoot
-from spillstore._stores.local_marks import CATALOG_FILES
 from spillstore._stores.local_rows import (
     RARE_SQL,
     ROW_WIDTH,
     UNLISTED_SQL,
-    listing_of,
     metas_of,
     rare_of,
     row_meta,
@@ -73,18 +76,23 @@ from spillstore._stores.local_schema import (
     LIST_UNLISTED_SQL,
     SCHEMA_VERSION,
     SELECT,
-    SELECT_LISTED,
     Identity,
     has_listing,
+    is_provisional,
     make_schema,
+    relist,
     row_values,
 )
 from spillstore._stores.meta import SpillMeta
 
-__all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "Catalog", "Identity", "Tombstone"]
+__all__ = ["CATALOG_NAME", "SCHEMA_VERSION", "BadFile", "Catalog", "Identity", "Tombstone"]
 
 CATALOG_NAME: Final = "catalog.sqlite3"
 logger = logging.getLogger("spillstore")
+
+_NO_TABLES: Final = (
+    "the disk is full, and the catalog has no tables yet (they are made when there is room)"
+)
 
 ROW_CACHE_SIZE: Final = 4096
 """Rows a thread keeps while its connection's ``data_version`` stays the same."""
@@ -105,30 +113,6 @@ def _sessions(conn: sqlite3.Connection) -> Iterator[Any]:
         (session,) = conn.execute(sql, (session,)).fetchone()
 
 
-def _file_stats(root_fd: int) -> dict[str, os.stat_result]:
-    """``lstat`` of the catalog's files that exist, by name, in a stable order."""
-    stats = {}
-    for name in sorted(CATALOG_FILES):
-        with contextlib.suppress(FileNotFoundError):
-            stats[name] = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
-    return stats
-
-
-def _bad_files(stats: dict[str, os.stat_result]) -> dict[str, str]:
-    """``{name: why}`` of the files in ``stats`` SQLite must not open."""
-    bad = {}
-    for name, st in stats.items():
-        if stat.S_ISLNK(st.st_mode):
-            bad[name] = "a symlink"
-        elif not stat.S_ISREG(st.st_mode):
-            bad[name] = "not a regular file"
-        elif st.st_uid != os.geteuid():
-            bad[name] = f"owned by uid {st.st_uid}"
-        elif st.st_nlink != 1:
-            bad[name] = f"has {st.st_nlink} hard links"
-    return bad
-
-
 class Catalog:
     """The catalog database of one store root (connections per thread and process)."""
 
@@ -137,13 +121,19 @@ class Catalog:
         self._path = os.path.join(root.path, CATALOG_NAME)
         self._base = root.real_path + os.sep
         self._local = threading.local()  # the files are checked when a connection opens
+        self._holders = Holders.of(self._path)
 
-    def bad_files(self) -> dict[str, str]:
-        """``{name: why}`` of the catalog's files that are not this user's regular files
-        with one link (SQLite follows links: they are refused before it opens them)."""
+    @property
+    def path(self) -> str:
+        """The catalog database's path."""
+        return self._path
+
+    def bad_files(self) -> dict[str, BadFile]:
+        """The catalog's files that are not this user's regular files with one link, by
+        name (SQLite follows links: they are refused before it opens them)."""
         root_fd = self._root.open()
         try:
-            return _bad_files(_file_stats(root_fd))
+            return bad_files(file_stats(root_fd))
         finally:
             os.close(root_fd)
 
@@ -153,14 +143,15 @@ class Catalog:
         left beside it); create 0600. One open of the root, one ``stat`` a file."""
         root_fd = self._root.open()
         try:
-            stats = _file_stats(root_fd)
-            bad = _bad_files(stats)
+            stats = file_stats(root_fd)
+            bad = bad_files(stats)
             if bad:
-                name, why = next(iter(bad.items()))
+                name, (why, readable) = next(iter(bad.items()))
+                fix = "copies the catalog into a private file" if readable else "moves it aside"
                 raise UnsafeStoreRoot(
                     DAMAGED,
-                    f"refusing the catalog file {os.path.join(self._root.path, name)}: it "
-                    f"is {why}; 'spillstore check --fix' moves it aside",
+                    f"refusing the catalog file {os.path.join(self._root.path, name)} ({why}): "
+                    f"'spillstore check --fix' {fix}",
                 )
             catalog = stats.get(CATALOG_NAME)
             if catalog is None:
@@ -175,28 +166,29 @@ class Catalog:
         """This thread's connection; on a full disk or a read-only filesystem, this
         operation's own (:mod:`~spillstore._stores.local_db`), closed when it ends."""
         local = self._local
-        conn: sqlite3.Connection | None = getattr(local, "conn", None)
-        if conn is not None and local.pid == os.getpid():
-            return conn
+        held: Held | None = getattr(local, "held", None)
+        if held is not None:
+            live = held.conn
+            if live is not None and held.pid == os.getpid():
+                return live
         fallback: sqlite3.Connection | None = getattr(local, "fallback", None)
         if fallback is not None:
             return fallback
-        self._check_files()
         with _db_errors("cannot open the catalog"):
-            mode = choose_mode(self._path)
-            try:
-                conn = open_catalog(self._path, make_schema, mode)
-            except sqlite3.Error as exc:
-                if mode != "shared" or store_errno(exc) != errno.ENOSPC:
-                    raise
-                mode = "exclusive"
-                conn = open_catalog(self._path, make_schema, mode)
+            found = None
+            while found is None:  # until no check --fix began to replace the file meanwhile
+                generation = self._holders.wait_for_repair()
+                self._check_files()
+                conn, mode = self._open()
+                found = self._holders.hold(conn, generation)
             if mode != "shared":
-                local.fallback = conn
+                local.fallback, local.fallback_held = conn, found
+                local.read_only = read_only(self._path) if mode == "immutable" else None
+                if is_provisional(conn):
+                    local.read_only = (errno.ENOSPC, _NO_TABLES)
                 on_scope_end(self._close_fallback)
             else:
-                local.conn = conn
-                local.pid = os.getpid()
+                local.held = found
         local.version = -1
         local.rows = {}
         listed = has_listing(conn)
@@ -204,10 +196,27 @@ class Catalog:
         local.unlisted_sql = UNLISTED_SQL if listed else ALL_WHOLE_SQL
         return conn
 
+    def _open(self) -> tuple[sqlite3.Connection, str]:
+        """A new connection and its mode (see :func:`~spillstore._stores.local_db.
+        choose_mode`; a shared open that finds the disk full is made exclusive)."""
+        mode = choose_mode(self._path)
+        try:
+            conn = open_catalog(self._path, make_schema, mode)
+            if mode == "shared" and is_provisional(conn):  # the disk is full: this once
+                conn.close()
+                raise sqlite3.OperationalError("database or disk is full")
+        except sqlite3.Error as exc:
+            if mode != "shared" or store_errno(exc) != errno.ENOSPC:
+                raise
+            mode = "exclusive"
+            conn = open_catalog(self._path, make_schema, mode)
+        return conn, mode
+
     def _close_fallback(self) -> None:
-        conn = self._local.fallback
-        self._local.fallback = None
-        self._local.rows = {}
+        local = self._local
+        conn = local.fallback
+        local.fallback = local.read_only = local.fallback_held.conn = None  # its lock is ours
+        local.rows = {}
         conn.close()
 
     @contextlib.contextmanager
@@ -215,6 +224,9 @@ class Catalog:
         """One write transaction (``BEGIN IMMEDIATE``), committed on success."""
         with _db_errors(what):
             conn = self._conn()
+            cannot = getattr(self._local, "read_only", None)
+            if cannot is not None:  # an immutable connection: say why it is one
+                raise StoreError(cannot[0], f"{what}: {cannot[1]}")
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -226,10 +238,16 @@ class Catalog:
 
     def close(self) -> None:
         """Close this thread's connection (others close when their thread's state goes)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            conn.close()
-        self._local.conn = None
+        held: Held | None = getattr(self._local, "held", None)
+        if held is not None and held.pid == os.getpid():
+            held.close()
+        self._local.held = None
+
+    def replacing(self) -> contextlib.AbstractContextManager[bool]:
+        """Close every connection of this process to the catalog file, other threads'
+        too, while ``check --fix`` replaces it (:meth:`~spillstore._stores.local_db.
+        Holders.replacing`); the block gets False if one stayed in use."""
+        return self._holders.replacing()
 
     def damage(self) -> str | None:
         """Why the catalog is unusable (not a database, or corrupt: SQLite's
@@ -368,18 +386,11 @@ class Catalog:
             conn = self._conn()
             if not has_listing(conn):
                 return []
-            stale = []
-            for row in conn.execute(f"{SELECT_LISTED}").fetchall():
-                meta = row_meta(self._base, row)
-                listing = None if meta is None else listing_of(meta)
-                if meta is not None and row[-1] != listing:
-                    stale.append((meta, listing))
-            if fix and stale:
-                with self._write("cannot rewrite the listings") as conn:
-                    for meta, listing in stale:
-                        sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
-                        conn.execute(sql, (listing, meta.spill_id))
-        return [(meta.session, meta.spill_id) for meta, _ in stale]
+            stale = relist(conn, self._base, only_missing=False, fix=False)
+        if fix and stale:  # read again in the write: nothing is written when none is stale
+            with self._write("cannot rewrite the listings") as conn:
+                stale = relist(conn, self._base, only_missing=False, fix=True)
+        return [(meta.session, meta.spill_id) for meta in stale]
 
     def shared(self) -> dict[str, str]:
         """``{spill_id: "dev:ino"}`` of the spills whose data file another spill shares."""

@@ -17,9 +17,12 @@ What it finds (each a :class:`Problem`):
   write. Fix: chmod 0700/0600 (only this user's).
 - ``unmarked``: a session directory holding spills but no ``.session`` marker (a 0.1
   store). Fix: marked.
-- ``bad_catalog``: a catalog that is not a database, or that SQLite finds corrupt (every
-  other command fails naming ``check --fix``). Fix: moved aside and rebuilt from the data
-  files (:mod:`~spillstore._stores.local_rebuild`).
+- ``bad_catalog``: a catalog that is not a database, or that SQLite finds corrupt, or
+  whose files are not private regular files (every other command fails naming ``check
+  --fix``). Fix (:mod:`~spillstore._stores.local_rebuild`): a sound database that is only
+  an unsafe file (a second hard link, another user's) is copied into a private file,
+  keeping every row; one that cannot be read is moved aside and rebuilt from the data
+  files.
 - ``foreign``: a name the store never makes, or a damaged catalog moved aside. Reported,
   never touched.
 """

@@ -18,7 +18,11 @@ Below :data:`LOW_SPACE_BYTES` free, with no ``-shm`` in use, the exclusive conne
 taken at once (:func:`choose_mode`); a shared open that fails for room is followed by
 one too. On a read-only filesystem neither can open (no ``-wal`` can be made, no lock
 taken): the catalog is opened ``immutable``, which is safe there, as nothing can change
-the file, unless a ``-wal`` holds changes the file has not got (then it is refused).
+the file, unless a ``-wal`` holds changes the file has not got (then it is refused). A
+root its owner may not write (mode 0500; root ignores modes) is treated alike: no
+process of this user can make the ``-wal`` a writer needs (:func:`read_only`); if one is
+there with its ``-shm``, a process that opened it earlier is still writing, and the
+connection is shared as usual.
 
 Measured on a full 256 KiB tmpfs with SQLite 3.40: the normal open fails with
 ``SQLITE_IOERR_SHMSIZE``, ``file:...?mode=ro`` fails the same way, the exclusive
@@ -39,26 +43,36 @@ import errno
 import fcntl
 import os
 import sqlite3
+import stat
 import threading
+import time
 import urllib.parse
-from collections.abc import Callable
-from typing import Any, Final, Literal
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, Final, Literal, NamedTuple
 
 from spillstore._errors import StoreError
 from spillstore._stores.errors import map_os_errors
+from spillstore._stores.local_marks import CATALOG_FILES
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "DAMAGED",
     "MMAP_BYTES",
+    "BadFile",
+    "Held",
+    "Holders",
     "Mode",
+    "bad_files",
     "check_header",
     "choose_mode",
     "db_errors",
+    "file_stats",
     "held_elsewhere",
     "is_damaged",
     "on_scope_end",
     "open_catalog",
+    "read_only",
     "store_errno",
 ]
 
@@ -121,6 +135,39 @@ def check_header(name: str, dir_fd: int) -> None:
         raise StoreError(DAMAGED, f"cannot open the catalog: {cause}{_FIX_HINT}") from cause
 
 
+def file_stats(root_fd: int) -> dict[str, os.stat_result]:
+    """``lstat`` of the catalog's files that exist, by name, in a stable order."""
+    stats = {}
+    for name in sorted(CATALOG_FILES):
+        with contextlib.suppress(FileNotFoundError):
+            stats[name] = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+    return stats
+
+
+class BadFile(NamedTuple):
+    """Why a catalog file must not be opened as it is, and whether it can be read."""
+
+    why: str
+    readable: bool
+    """A regular file (a second hard link, another user's): its rows can be copied into a
+    private file; else (a symlink, a directory) it is never opened."""
+
+
+def bad_files(stats: dict[str, os.stat_result]) -> dict[str, BadFile]:
+    """``{name: why}`` of the files in ``stats`` SQLite must not open."""
+    bad = {}
+    for name, st in stats.items():
+        if stat.S_ISLNK(st.st_mode):
+            bad[name] = BadFile("a symlink", readable=False)
+        elif not stat.S_ISREG(st.st_mode):
+            bad[name] = BadFile("not a regular file", readable=False)
+        elif st.st_uid != os.geteuid():
+            bad[name] = BadFile(f"owned by uid {st.st_uid}", readable=True)
+        elif st.st_nlink != 1:
+            bad[name] = BadFile(f"has {st.st_nlink} hard links", readable=True)
+    return bad
+
+
 SHARED_LOCKS: Final = (0x40000002, 510)
 """``(start, length)`` of the bytes of the database file that SQLite's unix VFS read-locks
 for a reader; a connection in WAL mode holds one of them as long as it is open."""
@@ -159,17 +206,24 @@ operation at a time."""
 
 def choose_mode(path: str) -> Mode:
     """How to open the catalog at ``path`` (see :data:`Mode`): exclusive at once when its
-    ``-shm`` is missing or small and the disk is all but full."""
+    ``-shm`` is missing or small and the disk is all but full; immutable when it cannot
+    be written (:func:`read_only`) and no ``-wal`` holds changes (then it is refused)."""
     found = os.statvfs(os.path.dirname(path))
-    if found.f_flag & os.ST_RDONLY:
-        with contextlib.suppress(FileNotFoundError):
+    why = read_only(path, found)
+    if why is not None:
+        code, reason = why
+        try:
             if os.stat(f"{path}-wal", follow_symlinks=False).st_size:
+                if code == errno.EACCES and os.path.lexists(f"{path}-shm"):
+                    return "shared"  # another process has it open: it reads and writes
                 raise StoreError(
-                    errno.EROFS,
-                    "cannot read the catalog: its filesystem is read-only, and its -wal "
-                    "holds changes the database file has not got yet (mount it read-write "
-                    "once, and any spillstore command folds them in)",
+                    code,
+                    f"cannot read the catalog: {reason}, and its -wal holds changes the "
+                    "database file has not got yet (make it writable once, and any "
+                    "spillstore command folds them in)",
                 )
+        except FileNotFoundError:
+            pass
         return "immutable"
     try:
         if os.stat(f"{path}-shm", follow_symlinks=False).st_size >= SHM_BYTES:
@@ -179,11 +233,40 @@ def choose_mode(path: str) -> Mode:
     return "exclusive" if found.f_bavail * found.f_frsize < LOW_SPACE_BYTES else "shared"
 
 
+def read_only(path: str, found: os.statvfs_result | None = None) -> tuple[int, str] | None:
+    """``(errno, why)`` when the catalog at ``path`` cannot be written, as SQLite needs
+    (a ``-wal`` and ``-shm`` made beside it): its filesystem is read-only, or this user
+    may not write its directory (a root of mode 0500 as its owner; root ignores modes);
+    None when it can. ``found`` is the directory's ``statvfs`` if the caller has it."""
+    directory = os.path.dirname(path)
+    if (found or os.statvfs(directory)).f_flag & os.ST_RDONLY:
+        return errno.EROFS, "the store's filesystem is read-only"
+    if not os.access(directory, os.W_OK, effective_ids=True):
+        mode = stat.S_IMODE(os.stat(directory).st_mode)
+        return (
+            errno.EACCES,
+            f"the store root {directory} is not writable by this user (mode {mode:o})",
+        )
+    return None
+
+
+class _Depth:
+    """How many catalog operations a thread is in; its lock is held from the start of
+    the outermost one to its end (:meth:`Holders.replacing` takes it to close the
+    thread's connection between two operations)."""
+
+    __slots__ = ("depth", "lock")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.lock = threading.Lock()
+
+
 class _Scope(threading.local):
     """This thread's open catalog operations and the fallback connections they opened."""
 
     def __init__(self) -> None:
-        self.depth = 0
+        self.state = _Depth()
         self.closers: list[Callable[[], None]] = []
 
 
@@ -199,14 +282,22 @@ class db_errors(map_os_errors):  # lower case: a context manager used like a fun
     _KIND = sqlite3.Error
 
     def __enter__(self) -> None:
-        _scope.depth += 1
+        state = _scope.state
+        if not state.depth:
+            state.lock.acquire()
+        state.depth += 1
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        _scope.depth -= 1
-        if not _scope.depth and _scope.closers:
-            closers, _scope.closers = _scope.closers, []
-            for close in closers:
-                close()
+        state = _scope.state
+        state.depth -= 1
+        if not state.depth:
+            try:
+                if _scope.closers:
+                    closers, _scope.closers = _scope.closers, []
+                    for close in closers:
+                        close()
+            finally:
+                state.lock.release()
         super().__exit__(kind, exc, tb)
 
     def _error(self, exc: Exception) -> StoreError:
@@ -220,7 +311,7 @@ class db_errors(map_os_errors):  # lower case: a context manager used like a fun
 
 def on_scope_end(close: Callable[[], None]) -> None:
     """Run ``close`` when this thread's outermost :class:`db_errors` ends."""
-    if not _scope.depth:
+    if not _scope.state.depth:
         raise RuntimeError("a fallback connection opened outside a catalog operation")
     _scope.closers.append(close)
 
@@ -232,9 +323,11 @@ def open_catalog(
     (``schema``)."""
     if mode == "immutable":
         uri = f"file:{urllib.parse.quote(path)}?immutable=1"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     else:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+        )
     try:
         if mode == "exclusive":  # before the first read: SQLite then never uses the -shm
             conn.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -247,3 +340,130 @@ def open_catalog(
         conn.close()  # a failed connection must not keep its locks
         raise
     return conn
+
+
+REPLACE_WAIT_SECONDS: Final = 10.0
+"""How long ``check --fix`` waits for another thread's catalog operation to end before
+it leaves the catalog in place (operations last milliseconds)."""
+
+
+class Held:
+    """A connection of one thread, as :class:`Holders` sees it (shared, or a fallback for
+    one operation): ``conn`` is None once closed (the thread then opens the catalog
+    again)."""
+
+    __slots__ = ("__weakref__", "conn", "pid", "state")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn: sqlite3.Connection | None = conn
+        self.state = _scope.state
+        self.pid = os.getpid()
+
+    def close(self, *, wait: bool = True) -> bool:
+        """Close the connection between two operations of its thread (from that thread,
+        or from another with ``wait=False``); return False if its thread is in one."""
+        state = self.state
+        mine = state is _scope.state and state.depth > 0  # this thread, in an operation
+        if not mine and not state.lock.acquire(blocking=wait):
+            return False
+        try:
+            conn, self.conn = self.conn, None
+            if conn is not None:
+                conn.close()
+        finally:
+            if not mine:
+                state.lock.release()
+        return True
+
+
+class Holders:
+    """The connections this process holds to one catalog file, whatever thread or store
+    opened them, so ``check --fix`` can replace the file under them.
+
+    A connection is used by the thread that opened it, one operation at a time.
+    :meth:`replacing` closes each thread's connection between two of its operations
+    (holding the thread's operation lock meanwhile; connections are made with
+    ``check_same_thread`` off), and that thread's next operation opens the catalog
+    again, once the repair is over (opens wait for it). Closing them first also keeps
+    their SQLite from deleting the new catalog's ``-wal`` by name when they close, and
+    lets :func:`held_elsewhere` see other processes only.
+    """
+
+    _by_path: ClassVar[dict[str, Holders]] = {}
+    _by_path_lock: ClassVar = threading.Lock()
+
+    def __init__(self) -> None:
+        self._held: weakref.WeakSet[Held] = weakref.WeakSet()
+        self._changed = threading.Condition()
+        self._repairer: int | None = None
+        self._generation = 0
+
+    @classmethod
+    def of(cls, path: str) -> Holders:
+        """The holders of the catalog at ``path`` (one object a path, per process)."""
+        with cls._by_path_lock:
+            return cls._by_path.setdefault(os.path.realpath(path), cls())
+
+    def hold(self, conn: sqlite3.Connection, generation: int) -> Held | None:
+        """Record this thread's new connection (forgotten with the handle); None, the
+        connection closed, if a repair began since :meth:`wait_for_repair` returned
+        ``generation``: it may be open on the file being replaced (open again)."""
+        with self._changed:
+            if generation != self._generation:
+                conn.close()
+                return None
+            held = Held(conn)
+            weakref.finalize(held, conn.close)  # a connection sits in a cycle: gc is late
+            self._held.add(held)
+        return held
+
+    def wait_for_repair(self) -> int:
+        """Wait while another thread replaces the catalog file (before an open); return
+        the count of repairs begun, for :meth:`hold`."""
+        with self._changed:
+            while self._repairer not in (None, threading.get_ident()):
+                self._changed.wait()
+            return self._generation
+
+    @contextlib.contextmanager
+    def replacing(self) -> Iterator[bool]:
+        """Close every shared connection of this process to the catalog, and hold the
+        opens of other threads until the block ends; yield False if another thread was
+        still in a catalog operation after :data:`REPLACE_WAIT_SECONDS` (its connection
+        stays open: the file must not be replaced)."""
+        with self._changed:
+            while self._repairer is not None:
+                self._changed.wait()
+            self._repairer = threading.get_ident()
+            self._generation += 1
+        try:
+            yield self._close_all()
+        finally:
+            with self._changed:
+                self._repairer = None
+                self._changed.notify_all()
+
+    @classmethod
+    def after_fork(cls) -> None:
+        """In a forked child: no repair is under way, and the parent's connections are
+        not the child's (it opens its own)."""
+        for holders in cls._by_path.values():
+            holders.__init__()  # type: ignore[misc]
+        cls._by_path_lock = threading.Lock()
+
+    def _close_all(self) -> bool:
+        deadline = time.monotonic() + REPLACE_WAIT_SECONDS
+        pause = 0.001
+        while True:
+            with self._changed:
+                held = [h for h in self._held if h.pid == os.getpid() and h.conn is not None]
+            busy = [h for h in held if not h.close(wait=False)]  # tried again below
+            if not busy:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+
+os.register_at_fork(after_in_child=Holders.after_fork)

@@ -227,10 +227,20 @@ class LocalRoot:
             except FileNotFoundError:
                 if not create:
                     return -1
-                with contextlib.suppress(FileExistsError):
+                try:
                     os.mkdir(session, 0o700, dir_fd=root_fd)
                     made = True
+                except FileExistsError:
+                    pass
+                except PermissionError as exc:
+                    raise StoreError(
+                        exc.errno,
+                        f"cannot create the session directory {path}: the store root "
+                        f"{self.path} is not writable by this user",
+                    ) from exc
                 fd = os.open(session, DIR_FLAGS, dir_fd=root_fd)
+        except StoreError:
+            raise
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise UnsafeStoreRoot(

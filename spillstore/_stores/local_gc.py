@@ -200,15 +200,19 @@ def open_lock_file(root_fd: int, name: str) -> int:
 
 
 def open_cleaner_lock(root: LocalRoot) -> int:
-    """The root's ``.gc.lock``, open (to ``flock``); -1 on a read-only filesystem, where
-    nothing can change the store and no lock is needed."""
+    """The root's ``.gc.lock``, open (to ``flock``); -1 on a read-only filesystem, or in
+    a root this user may not write that has no lock file: nothing can change the catalog
+    there (see :func:`~spillstore._stores.local_db.choose_mode`), no other cleaner of
+    this user can hold the lock, and none is needed."""
     root_fd = root.open()
     try:
         return open_lock_file(root_fd, ".gc.lock")
     except OSError as exc:
-        if exc.errno != errno.EROFS:
-            raise
-        return -1
+        if exc.errno == errno.EROFS:
+            return -1
+        if exc.errno == errno.EACCES and not exists_at(".gc.lock", root_fd):
+            return -1
+        raise
     finally:
         os.close(root_fd)
 

@@ -34,8 +34,10 @@ from pydantic import ValidationError
 
 from spillstore._core.ids import is_spill_id
 from spillstore._errors import StoreError
+from spillstore._stores.errors import map_os_errors
 from spillstore._stores.local_catalog import Catalog, Identity
 from spillstore._stores.local_files import READ_FLAGS, LocalRoot, read_all, unlink_quiet
+from spillstore._stores.local_marks import CATALOG_FORMAT, STORE_FORMAT, mark_root, set_format
 from spillstore._stores.meta import (
     MAX_INDEX_BYTES,
     MAX_SIDECAR_BYTES,
@@ -44,7 +46,7 @@ from spillstore._stores.meta import (
     parse_tombstone,
 )
 
-__all__ = ["migrate_files_layout", "upgrade_json_catalog"]
+__all__ = ["migrate_files_layout", "migrate_root", "upgrade_json_catalog"]
 
 logger = logging.getLogger("spillstore")
 
@@ -160,3 +162,29 @@ def upgrade_json_catalog(root: LocalRoot, catalog: Catalog) -> int:
     catalog.execute("DROP TABLE IF EXISTS tombstones")
     catalog.execute("DROP TABLE IF EXISTS spills")
     return len(spills)
+
+
+def migrate_root(root: LocalRoot, catalog: Catalog) -> None:
+    """Migrate the root of the files layout (or an older catalog) into ``catalog``, then
+    mark it as the catalog's format. The caller holds the cleaner lock.
+
+    Raises:
+        StoreError: it cannot be done; on a full disk (``ENOSPC``) saying so, and that
+            nothing was changed (the store is read only once migrated).
+    """
+    what = f"cannot migrate the store {root.real_path} into its catalog"
+    try:
+        with map_os_errors(what):
+            if mark_root(root, force=True) == STORE_FORMAT:
+                migrate_files_layout(root, catalog)
+            upgrade_json_catalog(root, catalog)
+            set_format(root, CATALOG_FORMAT)
+    except StoreError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise StoreError(
+            errno.ENOSPC,
+            f"{what} (it is in the files layout of spillstore 0.1, read only once "
+            "migrated): the disk is full; free some space on its filesystem, then run "
+            "the command again (nothing was changed)",
+        ) from exc

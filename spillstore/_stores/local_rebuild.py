@@ -1,4 +1,13 @@
-"""``check --fix`` on a damaged catalog: move it aside, and rebuild it from the data files.
+"""``check --fix`` on an unsafe or damaged catalog: copy it, or move it aside and rebuild it
+from the data files.
+
+A catalog that is a sound database of ours but an unsafe file (a second hard link,
+another user's file) is copied into a fresh private file with SQLite's backup API (the
+rows of its ``-wal`` included) and renamed over it (:func:`copy_catalog`): every row
+stays, tool names, call ids, times and tombstones with it. Only a catalog that cannot be
+read is rebuilt, as follows. Either way every connection of this process to the old file
+is closed first (:meth:`~spillstore._stores.local_db.Holders.replacing`), and a file
+another process has open is left in place.
 
 A catalog that is not a database (or that SQLite finds corrupt) stops every command,
 which then names ``spillstore check --fix``. The fix never deletes it:
@@ -23,18 +32,40 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
+import errno
 import os
+import sqlite3
 import stat
+import urllib.parse
 from collections.abc import Iterator
 from typing import Final
 
 from spillstore._core.ids import is_spill_id
 from spillstore._core.index import IndexBuilder
-from spillstore._stores.local_catalog import CATALOG_NAME, Catalog, Identity
+from spillstore._errors import StoreError
+from spillstore._stores.errors import map_os_errors
+from spillstore._stores.local_catalog import CATALOG_NAME, BadFile, Catalog, Identity
 from spillstore._stores.local_check import Problem
-from spillstore._stores.local_files import READ_FLAGS, LocalRoot, exists_at
+from spillstore._stores.local_db import (
+    BUSY_TIMEOUT_SECONDS,
+    DAMAGED,
+    check_header,
+    db_errors,
+    is_damaged,
+    store_errno,
+)
+from spillstore._stores.local_files import (
+    CREATE_FLAGS,
+    DIR_FLAGS,
+    READ_FLAGS,
+    LocalRoot,
+    exists_at,
+    temp_name,
+    unlink_quiet,
+)
 from spillstore._stores.local_gc import in_use
 from spillstore._stores.local_marks import ASIDE_MARK
+from spillstore._stores.local_schema import schema_fault
 from spillstore._stores.meta import SpillMeta
 from spillstore._stores.tally import Tally
 
@@ -42,6 +73,8 @@ __all__ = [
     "RECOVERED_NOTE",
     "adopt_data_files",
     "check_catalog",
+    "copy_catalog",
+    "database_fault",
     "may_open_damaged",
     "repairing",
     "set_aside",
@@ -80,40 +113,213 @@ _SUFFIXES: Final = ("-wal", "-shm", "")
 
 def check_catalog(root: LocalRoot, catalog: Catalog, *, fix: bool, now: float) -> list[Problem]:
     """The catalog's problems: files that are not private regular files (a link, a
-    directory, another user's), and a database that is not one or is corrupt. With
-    ``fix`` they are set aside; a catalog database set aside is rebuilt from the data
-    files (a bad ``-wal`` or ``-shm`` alone is only set aside: it holds no data)."""
+    directory, another user's), and a database that is not one or is corrupt.
+
+    With ``fix``: a ``-wal`` or ``-shm`` that cannot be read (a symlink, a directory) is
+    set aside (it holds no rows the database has not); a database file that can be read
+    (a second hard link, another user's) and is a sound catalog is copied into a fresh
+    private file, keeping every row (:func:`copy_catalog`); a database that cannot be
+    read, or is damaged, is set aside and rebuilt from the data files.
+    """
     bad = catalog.bad_files()
-    later = " (the rest of the store is checked once it is repaired)"
+    damage = None
     if bad and not fix:
-        return [
-            Problem("bad_catalog", name, f"{why}; --fix moves it aside{later}")
-            for name, why in bad.items()
-        ]
-    problems = []
-    if bad:
-        catalog.close()
-        aside = set_aside(root, now, whole=CATALOG_NAME in bad)
-        for name, why in bad.items():
+        return _planned(catalog, bad)
+    if not bad:
+        damage = catalog.damage()
+        if damage is None:
+            return []
+        if not fix:
+            detail = f"the catalog is damaged ({damage}); --fix {_REBUILDS}{_LATER}"
+            return [Problem("bad_catalog", CATALOG_NAME, detail)]
+    with catalog.replacing() as idle:  # no connection of this process stays on the old file
+        if not idle:
+            return [_held(damage or "; ".join(f.why for f in bad.values()), _BUSY_THREAD)]
+        return _repair(root, catalog, bad, now)
+
+
+def _repair(
+    root: LocalRoot, catalog: Catalog, bad: dict[str, BadFile], now: float
+) -> list[Problem]:
+    """``check_catalog``'s repair, with every connection of this process closed."""
+    problems: list[Problem] = []
+    unreadable = {name for name, found in bad.items() if not found.readable}
+    if unreadable:  # never opened: SQLite would follow the link
+        aside = set_aside(root, now, whole=CATALOG_NAME in unreadable)
+        for name in sorted(unreadable):
             moved = aside + name.removeprefix(CATALOG_NAME)
-            problems.append(Problem("bad_catalog", name, f"{why}; moved to {moved}", fixed=True))
-        if CATALOG_NAME in bad:
+            why = bad.pop(name).why
+            problems.append(Problem("bad_catalog", name, f"{why}; moved to {moved}", True))
+        if CATALOG_NAME in unreadable:
             return [*problems, _rebuilt(root, catalog, "the catalog was set aside")]
+    if bad:  # readable files only: the rows are copied, unless it is damaged
+        whys = "; ".join(f"{name} {found.why}" for name, found in sorted(bad.items()))
+        if catalog.held_elsewhere():
+            return [*problems, _held(whys)]
+        fault = copy_catalog(root)
+        if fault is None:
+            detail = f"{whys}; copied into a private file, keeping every row"
+            return [*problems, Problem("bad_catalog", CATALOG_NAME, detail, fixed=True)]
+        detail = f"{whys}; the catalog is damaged ({fault}); moved to {set_aside(root, now)}"
+        return [*problems, _rebuilt(root, catalog, detail)]
     damage = catalog.damage()
     if damage is None:
         return problems
     detail = f"the catalog is damaged ({damage})"
-    if not fix:
-        detail += f"; --fix moves it aside and rebuilds it from the data files{later}"
-        return [Problem("bad_catalog", CATALOG_NAME, detail)]
     catalog.close()
     if catalog.held_elsewhere():  # its SQLite would later delete the new -wal by name
-        detail += (
-            "; not moved: another process has it open (an MCP server or a spillstore "
-            "command): stop it, then run check --fix again"
-        )
-        return [*problems, Problem("bad_catalog", CATALOG_NAME, detail)]
+        return [*problems, _held(detail)]
     return [*problems, _rebuilt(root, catalog, f"{detail}; moved to {set_aside(root, now)}")]
+
+
+_LATER: Final = " (the rest of the store is checked once it is repaired)"
+_REBUILDS: Final = "moves it aside and rebuilds it from the data files"
+
+
+_BUSY_PROCESS: Final = (
+    "another process has it open (an MCP server or a spillstore command): stop it, then "
+    "run check --fix again"
+)
+_BUSY_THREAD: Final = (
+    "another thread of this process stayed in a catalog operation: run check --fix again "
+    "when the store is idle"
+)
+
+
+def _held(detail: str, why: str = _BUSY_PROCESS) -> Problem:
+    return Problem("bad_catalog", CATALOG_NAME, f"{detail}; not repaired: {why}")
+
+
+def _planned(catalog: Catalog, bad: dict[str, BadFile]) -> list[Problem]:
+    """What ``check --fix`` will do with the bad catalog files ``bad`` (nothing is
+    changed; the database is read only when no file beside it is a link)."""
+    copies = "copies {} into a private file, keeping every row"
+    maybe = f"{copies} if it reads as a sound catalog then (else rebuilds it from the data files)"
+    fault: str | None = None
+    if not bad.get(CATALOG_NAME, BadFile("", readable=True)).readable:
+        fault = ""  # never opened: rebuilt
+    elif any(not found.readable for found in bad.values()):
+        plan = maybe
+    else:
+        try:
+            fault = database_fault(catalog.path)
+            plan = copies
+        except (OSError, sqlite3.Error):  # cannot tell now (a full disk: no -shm)
+            plan = maybe
+    problems = []
+    for name, found in sorted(bad.items()):
+        if fault is not None:
+            own = name == CATALOG_NAME or not found.readable
+            what = "moves it aside" if own else "moves it aside with the catalog"
+            what += " and rebuilds the catalog from the data files" + (fault and f" ({fault})")
+        elif name == CATALOG_NAME:
+            what = plan.format("it")
+        elif not found.readable:
+            what = "moves it aside"
+        else:
+            what = plan.format("the catalog, the rows of this file with it,")
+        problems.append(Problem("bad_catalog", name, f"{found.why}; --fix {what}{_LATER}"))
+    return problems
+
+
+def _sound(conn: sqlite3.Connection) -> str | None:
+    """Why the open database cannot serve as the catalog (None when it can)."""
+    found = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    bad = [line for line in found if line != "ok"]
+    return "; ".join(bad[:3]) if bad else schema_fault(conn)
+
+
+def database_fault(path: str) -> str | None:
+    """Why the catalog database at ``path`` cannot be copied: it is not a database, is
+    corrupt or is not a catalog; None when it is a sound catalog (read only).
+
+    Raises:
+        OSError, sqlite3.Error: it cannot be read now.
+    """
+    dir_fd = os.open(os.path.dirname(path), DIR_FLAGS)
+    try:
+        check_header(os.path.basename(path), dir_fd)
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
+        try:
+            return _sound(conn)
+        finally:
+            conn.close()
+    except StoreError as exc:
+        if not is_damaged(exc):
+            raise
+        return str(exc.__cause__ or exc)
+    except sqlite3.Error as exc:
+        if store_errno(exc) != DAMAGED:
+            raise
+        return str(exc)
+    finally:
+        os.close(dir_fd)
+
+
+def copy_catalog(root: LocalRoot) -> str | None:
+    """Copy the catalog into a fresh private file (SQLite's backup API: the rows of its
+    ``-wal`` included), then rename it over the catalog; return why it could not be
+    copied if it is damaged (nothing changed then).
+
+    The source is read with the wal-index in memory (no ``-shm`` is used, as on a full
+    disk); closing it folds its ``-wal`` into the old file and deletes that name, and
+    the old ``-shm`` name is unlinked, before the copy takes the catalog's name: the
+    copy never meets the old file's companions. The other names of the old file keep it.
+
+    Raises:
+        StoreError: the copy cannot be made (a full disk: nothing changed).
+    """
+    path = os.path.join(root.path, CATALOG_NAME)
+    root_fd = root.open()
+    temp = temp_name("db")
+    try:
+        try:
+            check_header(CATALOG_NAME, root_fd)
+        except StoreError as exc:
+            return str(exc.__cause__ or exc)
+        with map_os_errors("cannot copy the catalog"):
+            os.close(os.open(temp, CREATE_FLAGS, 0o600, dir_fd=root_fd))
+        try:
+            with db_errors("cannot copy the catalog"):
+                fault = _copy(path, os.path.join(root.path, temp))
+        except StoreError as exc:
+            if not is_damaged(exc):
+                raise
+            fault = str(exc.__cause__ or exc)
+        if fault is not None:
+            return fault
+        with map_os_errors("cannot copy the catalog"):
+            fd = os.open(temp, READ_FLAGS, dir_fd=root_fd)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if exists_at(f"{CATALOG_NAME}-wal", root_fd):
+                raise StoreError(errno.EBUSY, "cannot copy the catalog: its -wal is still in use")
+            unlink_quiet(f"{CATALOG_NAME}-shm", root_fd)
+            os.replace(temp, CATALOG_NAME, src_dir_fd=root_fd, dst_dir_fd=root_fd)
+            os.fsync(root_fd)
+        return None
+    finally:
+        unlink_quiet(temp, root_fd)
+        os.close(root_fd)
+
+
+def _copy(source: str, target: str) -> str | None:
+    src = sqlite3.connect(source, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    try:
+        src.execute("PRAGMA locking_mode=EXCLUSIVE")  # before the first read: no -shm
+        fault = _sound(src)
+        if fault is None:
+            dst = sqlite3.connect(target, isolation_level=None)
+            try:
+                dst.execute("PRAGMA journal_mode=MEMORY")  # no journal file beside it
+                src.backup(dst)
+            finally:
+                dst.close()
+        return fault
+    finally:
+        src.close()  # folds the -wal into the old file and deletes its name
 
 
 def _rebuilt(root: LocalRoot, catalog: Catalog, detail: str) -> Problem:

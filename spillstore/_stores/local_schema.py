@@ -4,11 +4,13 @@ connections' use of them)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
 from typing import Final
 
+from spillstore._stores.local_db import store_errno
 from spillstore._stores.local_rows import (
     LIST_COLUMNS,
     ROW_COLUMNS,
@@ -25,11 +27,13 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "SELECT",
-    "SELECT_LISTED",
     "Identity",
     "has_listing",
+    "is_provisional",
     "make_schema",
+    "relist",
     "row_values",
+    "schema_fault",
 ]
 
 SCHEMA_VERSION: Final = 4
@@ -63,7 +67,7 @@ _COLUMNS: Final = (
     "adopted, stored_bytes, dev, ino, listing"
 )
 SELECT: Final = f"SELECT {ROW_COLUMNS}, dev, ino FROM spill"  # noqa: S608 - fixed names
-SELECT_LISTED: Final = f"SELECT {ROW_COLUMNS}, dev, ino, listing FROM spill"  # noqa: S608
+_SELECT_LISTED: Final = f"SELECT {ROW_COLUMNS}, dev, ino, listing FROM spill"  # noqa: S608
 LIST_SQL: Final = (
     f"SELECT {LIST_COLUMNS} FROM spill WHERE session = ? ORDER BY created_at, spill_id"  # noqa: S608
 )
@@ -109,7 +113,9 @@ def make_schema(conn: sqlite3.Connection) -> None:
 
     A catalog of an earlier version that cannot be written now (a read-only or full
     disk, a writer holding the lock past the timeout) is read as it is: rows without a
-    listing are read whole.
+    listing are read whole. A catalog with no tables yet on a full disk gets them in
+    memory for this connection (:func:`is_provisional`): it reads as empty, and the
+    catalog refuses to record anything in it.
     """
     if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
         return
@@ -123,9 +129,24 @@ def make_schema(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-    except sqlite3.OperationalError:
-        if not conn.execute("PRAGMA table_info(spill)").fetchall():
+    except sqlite3.OperationalError as exc:
+        if conn.execute("PRAGMA table_info(spill)").fetchall():
+            return
+        if store_errno(exc) != errno.ENOSPC or conn.execute(_ANY_TABLE).fetchone():
             raise
+        conn.execute("PRAGMA temp_store=MEMORY")
+        for statement in SCHEMA[:-1]:
+            conn.execute(statement.replace(" IF NOT EXISTS ", " IF NOT EXISTS temp."))
+
+
+_ANY_TABLE: Final = "SELECT 1 FROM main.sqlite_master"
+
+
+def is_provisional(conn: sqlite3.Connection) -> bool:
+    """Whether the catalog's tables are in memory (see :func:`make_schema`)."""
+    return (
+        conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'spill'").fetchone() is not None
+    )
 
 
 def has_listing(conn: sqlite3.Connection) -> bool:
@@ -137,8 +158,34 @@ def add_listings(conn: sqlite3.Connection) -> None:
     the base of data file paths does not matter here (only the listing is kept)."""
     if not has_listing(conn):
         conn.execute("ALTER TABLE spill ADD COLUMN listing BLOB")
-    for row in conn.execute(f"{SELECT} WHERE listing IS NULL").fetchall():
-        meta = row_meta(os.sep, row)
-        if meta is not None:  # a corrupt row stays unlisted (check lists it)
-            sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
-            conn.execute(sql, (listing_of(meta), meta.spill_id))
+    relist(conn, os.sep, only_missing=True, fix=True)
+
+
+def relist(
+    conn: sqlite3.Connection, base: str, *, only_missing: bool, fix: bool
+) -> list[SpillMeta]:
+    """The rows whose listing is missing (``only_missing``) or disagrees with their
+    columns (the columns are the truth), read whole; ``fix`` rewrites their listings in
+    the transaction the caller holds. A corrupt row is left as it is (``check`` lists
+    it). ``base`` is the directory data file paths are made from."""
+    where = " WHERE listing IS NULL" if only_missing else ""
+    stale = []
+    for row in conn.execute(f"{_SELECT_LISTED}{where}").fetchall():
+        meta = row_meta(base, row)
+        if meta is not None:
+            listing = listing_of(meta)
+            if row[-1] != listing:
+                stale.append((meta, listing))
+    if fix and stale:
+        sql = "UPDATE spill SET listing = ? WHERE spill_id = ?"
+        conn.executemany(sql, [(listing, meta.spill_id) for meta, listing in stale])
+    return [meta for meta, _ in stale]
+
+
+def schema_fault(conn: sqlite3.Connection) -> str | None:
+    """Why a sound database is not a catalog this spillstore reads (None when it is)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        return f"its schema is version {version}, newer than this spillstore's ({SCHEMA_VERSION})"
+    sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('spill', 'spills')"
+    return None if conn.execute(sql).fetchone() else "it holds no table of spills"

@@ -4,17 +4,22 @@ the catalog from the data files (``_stores/local_rebuild.py``)."""
 from __future__ import annotations
 
 import errno
+import gc
 import os
+import queue
 import sqlite3
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from spillstore._errors import SpillNotFound, StoreError
+from spillstore._errors import SpillExpired, SpillNotFound, StoreError
 from spillstore._stores.local import LocalStore
 from spillstore._stores.local_rebuild import RECOVERED_NOTE, repairing
+from tests.stores.in_operation import thread_in_an_operation
 
 KW = {"tool_name": "bash", "tool_call_id": "call-1"}
 OUTPUTS = [
@@ -131,11 +136,11 @@ def test_a_recovered_spill_whose_file_changes_is_refused(tmp_path: Path) -> None
         store.read_bytes(ids[1], 0, 2)
 
 
-@pytest.mark.parametrize("bad", ["directory", "wal_symlink", "hard_link"])
+@pytest.mark.parametrize("bad", ["directory", "wal_symlink"])
 def test_a_catalog_file_that_is_not_ours_is_set_aside(tmp_path: Path, bad: str) -> None:
-    """A catalog that is a directory or a hard link, or a -wal that is a symlink: every
-    use fails naming check --fix, and no target is touched; check --fix moves the bad
-    name aside (the database with it only if it was the bad one) and the store works."""
+    """A catalog that is a directory, or a -wal that is a symlink: every use fails naming
+    check --fix, and no target is touched; check --fix moves the bad name aside (the
+    database with it only if it was the bad one) and the store works."""
     root = tmp_path / "root"
     store, ids = _store_with_spills(root)
     victim = tmp_path / "victim"
@@ -144,8 +149,6 @@ def test_a_catalog_file_that_is_not_ours_is_set_aside(tmp_path: Path, bad: str) 
     if bad == "directory":
         catalog.unlink()
         catalog.mkdir()
-    elif bad == "hard_link":
-        os.link(catalog, tmp_path / "second-name")
     else:
         (root / "catalog.sqlite3-wal").unlink(missing_ok=True)
         (root / "catalog.sqlite3-wal").symlink_to(victim)
@@ -188,4 +191,193 @@ def test_a_damaged_catalog_another_process_holds_open_is_not_moved(tmp_path: Pat
     finally:
         holder.communicate(b"")
     assert store.check(fix=True).ok
+    assert sorted(m.spill_id for m in store.list()) == sorted(ids)
+
+
+def _rows(root: Path) -> list[tuple[object, ...]]:
+    """Every row of the catalog's tables, as SQLite reads them."""
+    conn = sqlite3.connect(f"file:{root / 'catalog.sqlite3'}?mode=ro", uri=True)
+    try:
+        return [
+            row
+            for table in ("spill", "spill_index", "tombstone")
+            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1")
+        ]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("bad", ["hard_link", "hard_link_with_wal", "other_owner"])
+def test_a_valid_catalog_unsafe_only_as_a_file_is_copied_keeping_every_row(
+    tmp_path: Path, bad: str
+) -> None:
+    """A catalog that is a sound database of ours but an unsafe file (a second hard link,
+    another user's file): check says --fix copies it; check --fix copies it into a fresh
+    private file (the backup API, then a rename) and every row stays, the tool names,
+    call ids, times and tombstones with it; the other name is left as it was."""
+    if bad == "other_owner" and os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    catalog = root / "catalog.sqlite3"
+    if bad == "hard_link_with_wal":  # rows only in the -wal, as a crash leaves them
+        late = store.put(b"late\n", session="s3", tool_name="late_tool", tool_call_id="c9")
+        ids.append(late.spill_id)
+        holder = sqlite3.connect(catalog, isolation_level=None)
+        holder.execute("PRAGMA wal_autocheckpoint=0")
+        holder.execute("SELECT count(*) FROM spill").fetchall()  # holds it open
+        before = _rows(root)
+        store._catalog.close()
+        wal = (root / "catalog.sqlite3-wal").read_bytes()
+        saved = catalog.read_bytes()
+        holder.close()
+        catalog.write_bytes(saved)  # the file as it was before the checkpoint
+        (root / "catalog.sqlite3-wal").write_bytes(wal)
+        assert wal
+    else:
+        before = _rows(root)
+    if bad == "other_owner":
+        os.chown(catalog, 65534, 65534)
+        other = None
+    else:
+        other = tmp_path / "second-name"
+        os.link(catalog, other)
+    other_bytes = None if other is None else other.read_bytes()
+    with pytest.raises(StoreError, match=r"'spillstore check --fix' copies the catalog into a"):
+        LocalStore(root)
+    [found] = store.check().problems
+    assert (found.kind, found.fixed) == ("bad_catalog", False)
+    assert "copies it into a private file, keeping every row" in found.detail, found.detail
+    fixed = store.check(fix=True)
+    assert fixed.ok, fixed.problems
+    assert "copied into a private file" in fixed.problems[0].detail
+    assert not list(root.glob("catalog.sqlite3~damaged-*"))
+    st = catalog.stat()
+    assert (st.st_nlink, st.st_uid, st.st_mode & 0o777) == (1, os.geteuid(), 0o600)
+    assert _rows(root) == before
+    if other is not None:
+        assert other.read_bytes() == other_bytes or bad == "hard_link_with_wal"
+    fresh = LocalStore(root)
+    assert sorted(m.spill_id for m in fresh.list()) == sorted(ids)
+    meta = fresh.stat(ids[0])
+    assert (meta.tool_name, meta.tool_call_id, meta.media_notes) == ("bash", "call-1", ())
+    with pytest.raises(SpillExpired):  # the tombstone stayed
+        fresh.stat(_removed_id(root))
+    assert fresh.check().ok
+
+
+def _removed_id(root: Path) -> str:
+    conn = sqlite3.connect(f"file:{root / 'catalog.sqlite3'}?mode=ro", uri=True)
+    try:
+        [(spill_id,)] = conn.execute("SELECT spill_id FROM tombstone").fetchall()
+        return str(spill_id)
+    finally:
+        conn.close()
+
+
+def test_a_hard_linked_catalog_that_is_damaged_is_rebuilt(tmp_path: Path) -> None:
+    """A hard-linked catalog that SQLite finds corrupt cannot be copied: check says it
+    will be rebuilt, and check --fix moves it aside and rebuilds it."""
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    _damage(root, "corrupt")
+    os.link(root / "catalog.sqlite3", tmp_path / "second-name")
+    [found] = store.check().problems
+    assert "moves it aside and rebuilds the catalog from the data files" in found.detail
+    fixed = store.check(fix=True)
+    aside = list(root.glob("catalog.sqlite3~damaged-*"))
+    assert fixed.ok and len([p for p in aside if not p.name.endswith(("-wal", "-shm"))]) == 1
+    assert LocalStore(root).stat(ids[0]).media_notes == (RECOVERED_NOTE,)
+
+
+class _Worker:
+    """A thread that runs the calls it is given, one at a time, and keeps each result."""
+
+    def __init__(self) -> None:
+        self._calls: queue.Queue[Callable[[], object] | None] = queue.Queue()
+        self._results: queue.Queue[object] = queue.Queue()
+        self._thread = threading.Thread(target=self._run)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            try:
+                self._results.put(call())
+            except Exception as exc:
+                self._results.put(exc)
+
+    def run(self, call: Callable[[], object]) -> object:
+        self._calls.put(call)
+        result = self._results.get(timeout=60)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def stop(self) -> None:
+        self._calls.put(None)
+        self._thread.join(timeout=60)
+
+
+@pytest.mark.parametrize("damage", ["hard_link", "corrupt"])
+def test_check_fix_closes_the_connections_other_threads_hold(tmp_path: Path, damage: str) -> None:
+    """check --fix while other threads of the process (one on another LocalStore of the
+    same root) hold catalog connections: each thread's next operation reads the
+    repaired catalog, and what it writes then is in it, also after those threads end."""
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    other_store = LocalStore(root)
+    workers = [_Worker(), _Worker()]
+    try:
+        assert sorted(m.spill_id for m in workers[0].run(store.list)) == sorted(ids)  # type: ignore[attr-defined]
+        assert workers[1].run(lambda: other_store.stat(ids[0]).tool_name) == "bash"
+        if damage == "hard_link":
+            os.link(root / "catalog.sqlite3", tmp_path / "second-name")
+        else:
+            _damage(root, "corrupt")
+        assert store.check(fix=True).ok
+        listed = workers[0].run(lambda: sorted(m.spill_id for m in store.list()))
+        assert listed == sorted(ids)
+        new = [
+            workers[n].run(
+                lambda s=s: s.put(b"after the fix\n", session="s9", tool_name="t", tool_call_id="c")
+            )
+            for n, s in enumerate([store, other_store])
+        ]
+        assert workers[1].run(lambda: other_store.read_bytes(new[0].spill_id, 0, 5)) == b"after"  # type: ignore[attr-defined]
+    finally:
+        for worker in workers:
+            worker.stop()
+    gc.collect()  # the threads' connections close with them: the -wal stays the new one's
+    found = subprocess.run(
+        [sys.executable, "-c", _LIST_IN_A_CHILD, str(root)], capture_output=True, check=True
+    )
+    listed_after = found.stdout.decode().split()
+    assert sorted(listed_after) == sorted([*ids, new[0].spill_id])  # type: ignore[attr-defined]
+    assert store.check().ok
+
+
+_LIST_IN_A_CHILD = (
+    "import sys\n"
+    "from spillstore._stores.local import LocalStore\n"
+    "print(' '.join(m.spill_id for m in LocalStore(sys.argv[1]).list()))\n"
+)
+
+
+def test_check_fix_leaves_the_catalog_while_another_thread_is_in_an_operation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread that stays inside a catalog operation keeps its connection: check --fix
+    then leaves the catalog in place and says why; once it is idle, the fix goes."""
+    import spillstore._stores.local_db as local_db
+
+    monkeypatch.setattr(local_db, "REPLACE_WAIT_SECONDS", 0.2)
+    root = tmp_path / "root"
+    store, ids = _store_with_spills(root)
+    with thread_in_an_operation(store, "s1"):
+        os.link(root / "catalog.sqlite3", tmp_path / "second-name")
+        [problem] = store.check(fix=True).problems
+        assert not problem.fixed and "another thread of this process" in problem.detail
+        assert (root / "catalog.sqlite3").stat().st_nlink == 2
+    assert store.check(fix=True).ok
+    assert (root / "catalog.sqlite3").stat().st_nlink == 1
     assert sorted(m.spill_id for m in store.list()) == sorted(ids)

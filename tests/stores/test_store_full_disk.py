@@ -26,6 +26,8 @@ import spillstore._stores.local_catalog as local_catalog_module
 from spillstore._errors import SpillExpired, StoreError
 from spillstore._stores.local import LocalStore
 from tests.cli.test_cli import cli
+from tests.stores.files_layout import write_files_layout
+from tests.stores.in_operation import thread_in_an_operation
 from tests.stores.small_fs import fill, tmpfs
 
 KW = {"session": "s1", "tool_name": "bash", "tool_call_id": "call-1"}
@@ -231,3 +233,89 @@ def test_a_store_on_a_read_only_filesystem_is_listed_and_read(tmp_path: Path) ->
         assert [m.spill_id for m in store.list()] == ids
         assert store.check().ok  # no cleaner lock can be made there, nor is one needed
         assert len(store.gc(max_files=0, grace=0, dry_run=True).entries) == 2
+
+
+def test_an_empty_catalog_on_a_full_disk_is_used_and_cleaned(tmp_path: Path) -> None:
+    """A catalog whose tables were never made (0 bytes) on a full disk: ls, read, gc,
+    clean and check [--fix] work (it reads as empty; a leftover data file is removed by
+    gc, freeing its room); a put fails with one ENOSPC error; once there is room the
+    catalog gets its tables and the store writes again."""
+    mount = tmp_path / "mnt"
+    with tmpfs(mount, "256k"):
+        root = mount / "store"
+        LocalStore(root).put(b"made a session\n", **KW)
+        (root / "catalog.sqlite3").unlink()
+        (root / "catalog.sqlite3").touch(mode=0o600)  # as a store whose tables never came
+        leftover = root / "s1" / "bash-0123456789abcdef0123.out"
+        leftover.write_bytes(b"x" * 20_000)
+        os.utime(leftover, (1, 1))
+        fill(mount / "fill")
+        listed = cli(root, "ls", "-a")
+        assert listed.returncode == 0 and b"no spills" in listed.stdout, listed.stderr
+        missing = cli(root, "read", "bash-0123456789abcdef0123")
+        assert missing.returncode == 1 and b"no spill" in missing.stderr, missing.stderr
+        for args in (["check"], ["clean", "--session", "s2", "--yes"]):
+            done = cli(root, *args)
+            expected = 1 if args == ["check"] else 0  # check lists the leftover
+            assert done.returncode == expected, (args, done.stderr)
+        store = LocalStore(root)
+        with pytest.raises(StoreError) as caught:
+            store.put(b"x\n", **KW)
+        assert caught.value.errno == errno.ENOSPC, caught.value
+        gc = cli(root, "gc", "--grace", "0")
+        assert gc.returncode == 0 and leftover.name.encode() in gc.stdout, gc.stderr
+        assert not leftover.exists()
+        fixed = cli(root, "check", "--fix")
+        assert fixed.returncode == 0, fixed.stderr
+        os.unlink(mount / "fill")
+        meta = store.put(b"room again\n", **KW)
+        assert [m.spill_id for m in LocalStore(root).list()] == [meta.spill_id]
+
+
+def test_a_files_layout_store_on_a_full_disk_says_why_it_cannot_be_opened(tmp_path: Path) -> None:
+    """A store of spillstore 0.1's files layout must be migrated into a catalog before any
+    use; on a full disk that cannot be done: every command fails in one line saying so
+    and what to do, nothing is lost, and with room it is migrated."""
+    mount = tmp_path / "mnt"
+    with tmpfs(mount, "384k"):
+        root = mount / "store"
+        metas = write_files_layout(root, [("s1", b"line %d\n" % n * 2000) for n in range(3)])
+        before = sorted(p.name for p in root.rglob("*"))
+        fill(mount / "fill")
+        for args in (["ls", "-a"], ["read", metas[0].spill_id], ["gc"], ["check", "--fix"]):
+            failed = cli(root, *args)
+            assert failed.returncode == 1, (args, failed.stdout)
+            error = failed.stderr.decode()
+            assert error.count("\n") == 1 and "cannot migrate" in error, error
+            assert "disk is full" in error and "free some space" in error, error
+        made = {"catalog.sqlite3", ".gc.lock"}  # empty files: an inode each, no block
+        after = sorted(p.name for p in root.rglob("*"))
+        assert [n for n in after if n not in made] == [n for n in before if n not in made]
+        os.unlink(mount / "fill")
+        listed = cli(root, "ls", "-a")
+        assert listed.returncode == 0, listed.stderr
+        assert all(m.spill_id.encode() in listed.stdout for m in metas)
+
+
+def test_check_fix_waits_for_a_thread_in_an_operation_on_a_full_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a full disk a thread's operation has a connection of its own (exclusive): check
+    --fix sees that thread in its operation too, and leaves the catalog in place, saying
+    so, instead of replacing it under that connection."""
+    import spillstore._stores.local_db as local_db
+
+    monkeypatch.setattr(local_db, "REPLACE_WAIT_SECONDS", 0.2)
+    mount = tmp_path / "mnt"
+    with tmpfs(mount, "384k"):
+        root, ids = _full_store(mount, [60_000, 100])
+        store = LocalStore(root)
+        with thread_in_an_operation(store, "s1") as listed:
+            assert [m.spill_id for m in listed] == ids
+            os.link(root / "catalog.sqlite3", mount / "second-name")
+            [problem] = store.check(fix=True).problems
+            assert not problem.fixed and "another thread of this process" in problem.detail
+        os.unlink(mount / "fill")
+        assert store.check(fix=True).ok
+        assert (root / "catalog.sqlite3").stat().st_nlink == 1
+        assert [m.spill_id for m in store.list()] == ids
