@@ -33,8 +33,9 @@ import contextlib
 import dataclasses
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
-from typing import Literal
+from typing import Final, Literal
 
 from spillstore._core.ids import is_session, is_spill_id
 from spillstore._stores.local_files import (
@@ -80,6 +81,10 @@ class CheckReport:
 
 
 ROOT_FILES = frozenset({MARKER, ".gc.lock", *CATALOG_FILES})
+
+ROOT_TEMP_GRACE_SECONDS: Final = 3600
+"""How old a temp file in the root must be to be an orphan (an hour; the writes that
+make them take well under a second)."""
 """The files of the root the store makes."""
 
 Remover = Callable[[str, str], bool]
@@ -108,8 +113,10 @@ def audit(
         with os.scandir(root_fd) as listing:
             entries = sorted(listing, key=lambda e: e.name)
         for entry in entries:
-            if entry.name in ROOT_FILES or TEMP_RE.fullmatch(entry.name):
+            if entry.name in ROOT_FILES:
                 problems += _check_file(root_fd, entry.name, entry.name, fix=fix)
+            elif TEMP_RE.fullmatch(entry.name):
+                problems += _check_root_temp(root_fd, entry.name, fix=fix)
             elif entry.name.startswith(ASIDE_MARK):
                 why = "a damaged catalog that check --fix moved aside: remove it when not needed"
                 problems.append(Problem("foreign", entry.name, why))
@@ -151,6 +158,20 @@ def _check_file(dir_fd: int, name: str, where: str, *, fix: bool) -> list[Proble
     if stat.S_IMODE(st.st_mode) & 0o077:
         return [_chmod(dir_fd, name, where, st, 0o600, fix=fix)]
     return []
+
+
+def _check_root_temp(root_fd: int, name: str, *, fix: bool) -> list[Problem]:
+    """A temp file in the root (a catalog copy of ``check --fix``, its journal, a marker
+    being rewritten): an orphan once older than :data:`ROOT_TEMP_GRACE_SECONDS` (their
+    writers finish in well under a second), else checked as a bookkeeping file."""
+    try:
+        st = os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return []
+    if not stat.S_ISREG(st.st_mode) or time.time() - st.st_mtime < ROOT_TEMP_GRACE_SECONDS:
+        return _check_file(root_fd, name, name, fix=fix)
+    fixed = fix and unlink_quiet(name, root_fd)
+    return [Problem("orphan", name, f"{st.st_size} bytes left by an interrupted write", fixed)]
 
 
 def _why_bad(st: os.stat_result) -> str:

@@ -49,7 +49,9 @@ logger = logging.getLogger("spillstore")
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-TEMP_RE: Final = re.compile(r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json|gone|mark)")
+TEMP_RE: Final = re.compile(
+    r"\.tmp-[0-9a-f]{16}\.(?:out|idx|json|gone|mark|db(?:-journal|-wal|-shm)?)"
+)
 """The name of a file being written (data, index, sidecar, tombstone or marker)."""
 
 SESSION_MARKER: Final = ".session"

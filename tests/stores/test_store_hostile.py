@@ -329,3 +329,31 @@ def test_catalog_check_finds_a_row_without_its_data(tmp_path: Path) -> None:
     with pytest.raises(SpillExpired, match="check --fix"):
         store.stat(torn)
     assert store.read_bytes(kept, 0, len(DATA)) == DATA
+
+
+def test_check_fix_removes_temp_files_an_interrupted_root_write_left(tmp_path: Path) -> None:
+    """A crash while check --fix copied the catalog (or the root's marker was rewritten)
+    leaves ``.tmp-<hex>.db`` (and its journal) or ``.tmp-<hex>.mark`` in the root: an hour
+    on, check lists them as orphans and --fix removes them; a fresh one is left alone, and
+    none of them is "foreign" or makes the root look like someone else's."""
+    root = tmp_path / "spills"
+    store = LocalStore(root)
+    store.put(b"x\n", session="s1", tool_name="t", tool_call_id="c")
+    stale = [".tmp-0123456789abcdef.db", ".tmp-0123456789abcdef.db-journal",
+             ".tmp-fedcba9876543210.mark"]  # fmt: skip
+    fresh = ".tmp-00000000000000aa.db"
+    hour_ago = time.time() - 3_700
+    for name in [*stale, fresh]:
+        (root / name).write_bytes(b"partial")
+        os.chmod(root / name, 0o600)
+    for name in stale:
+        os.utime(root / name, (hour_ago, hour_ago))
+    found = {(p.kind, p.where) for p in store.check().problems}
+    assert found == {("orphan", name) for name in stale}
+    fixed = store.check(fix=True)
+    assert {(p.kind, p.where, p.fixed) for p in fixed.problems} == {
+        ("orphan", name, True) for name in stale
+    }
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".tmp-")) == [fresh]
+    assert store.check().ok
+    assert LocalStore(root).list("s1")  # the root still opens as ours
