@@ -79,11 +79,13 @@ def cap_result(value: object, max_bytes: int) -> object:
         max_bytes: the cap, a positive ``int``.
 
     Returns:
-        ``value`` itself when it fits. Otherwise a new ``dict``: the mapping's other
-        keys, then ``text`` (the longest prefix that fits, never splitting a character),
-        ``truncated=True``, ``omitted_bytes`` (bytes of the original not in ``text``)
-        and ``sha256`` (hex digest of the whole original's UTF-8). The receipt keys win
-        over keys of the same name. Capping a capped value returns it unchanged.
+        ``value`` itself when it fits (when its text holds a lone surrogate: the
+        text, or a ``dict`` of the mapping, with U+FFFD for each). Otherwise a new
+        ``dict``: the mapping's other keys, then ``text`` (the longest prefix that fits,
+        never splitting a character), ``truncated=True``, ``omitted_bytes`` (bytes of
+        the original not in ``text``) and ``sha256`` (hex digest of the whole
+        original's UTF-8). The receipt keys win over keys of the same name. Capping a
+        capped value returns it unchanged.
 
     Raises:
         ConfigError: ``max_bytes`` is not a positive ``int``.
@@ -93,7 +95,10 @@ def cap_result(value: object, max_bytes: int) -> object:
     if not isinstance(text, str):
         return value
     if _fits(text, max_bytes):
-        return value
+        kept = strict(text)  # design 0b: the text comes back strict UTF-8
+        if kept is text:
+            return value
+        return {**value, "text": kept} if isinstance(value, Mapping) else kept
     prefix = head(text, max_bytes)
     digest, total = hash_and_size(text)
     receipt = {

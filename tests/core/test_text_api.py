@@ -73,3 +73,14 @@ def test_fitting_text_with_lone_surrogates_comes_back_as_strict_utf8() -> None:
     assert capped.content[2] is media
     untouched = ToolResult(content=(TextPart("ok"), media))
     assert cap_content(untouched, 1_000, tool_name="t") is untouched
+
+
+def test_cap_result_of_a_fitting_text_with_lone_surrogates_is_strict_utf8() -> None:
+    """cap_result gives back a fitting value itself, unless its text holds a lone
+    surrogate: then the text (or a dict of the mapping) with U+FFFD for each."""
+    from spillstore.text import cap_result
+
+    clean = {"text": "héllo", "k": 1}
+    assert cap_result(clean, 100) is clean
+    assert cap_result("a\ud800b", 100) == "a\ufffdb"
+    assert cap_result({"text": "x\udc80", "k": 1}, 100) == {"text": "x\ufffd", "k": 1}
