@@ -23,7 +23,6 @@ import os
 import socket
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._endpoints import black_hole  # noqa: E402
 from benchmarks._timing import machine  # noqa: E402
 from spillstore import Settings, TruncationService  # noqa: E402
 from spillstore._content import TextPart  # noqa: E402
@@ -38,21 +38,6 @@ from spillstore.s3 import OUTAGE_PAUSE_SECONDS, S3Store  # noqa: E402
 
 OUTPUT = "".join(f"line {n} of a long tool output\n" for n in range(20_000))
 SETTINGS = Settings(max_bytes=8_000)
-
-
-def black_hole() -> str:
-    """An endpoint that accepts connections and never answers."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(100)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            held.append(listener.accept()[0])
-
-    threading.Thread(target=accept, daemon=True).start()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}"
 
 
 def refusing() -> str:

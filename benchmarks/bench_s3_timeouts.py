@@ -107,21 +107,6 @@ def run_child(tree: Path, kind: str, endpoint: str, prefix: str, mib: int) -> di
     return figures
 
 
-def black_hole() -> str:
-    """An endpoint that accepts connections and never answers."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(100)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            held.append(listener.accept()[0])
-
-    threading.Thread(target=accept, daemon=True).start()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}"
-
-
 def slow_relay(upstream: str, bytes_per_second: float) -> str:
     """A TCP relay on 127.0.0.1 to ``upstream`` holding each direction of each connection
     to ``bytes_per_second``."""
@@ -166,6 +151,10 @@ def describe(figures: dict[str, object]) -> str:
 
 
 def main() -> None:
+    from benchmarks._endpoints import (
+        black_hole,
+    )  # the parent's only: a child imports PYTHONPATH's tree
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--baseline", type=Path, required=True)
     parser.add_argument("--mib", type=int, default=100)
