@@ -89,21 +89,15 @@ class SpillArgs(TypedDict):
 
 
 def spill_args(host: Host, tool_name: str, tool_call_id: str) -> SpillArgs:
-    """The spill arguments of one tool call; the names as strict UTF-8 (a lone surrogate
-    becomes U+FFFD), which every store can record."""
+    """The spill arguments of one tool call (every store records the names as strict
+    UTF-8: :class:`~spillstore._stores.writer.SpillWriter`)."""
     return SpillArgs(
         session=host.session,
-        tool_name=_recordable(tool_name),
-        tool_call_id=_recordable(tool_call_id),
+        tool_name=tool_name,
+        tool_call_id=tool_call_id,
         retention_bytes=host.settings.retention_bytes,
         retained_tail_bytes=host.settings.retained_tail_bytes,
     )
-
-
-def _recordable(name: str) -> str:
-    """A name as strict UTF-8 (a name that is no ``str`` is left for the store to refuse
-    with its ``ConfigError``)."""
-    return strict(name) if isinstance(name, str) else name
 
 
 def bounded_suffix(suffix: str, max_bytes: int) -> str:
@@ -182,7 +176,7 @@ def _file_flow(
             store.adopt,
             store.aadopt,
             path,
-            suffix=strict(result.suffix or "") or None,
+            suffix=result.suffix or None,  # the store records it as strict UTF-8
             media_notes=tuple(notes),
             **spill_args(host, tool_name, tool_call_id),
         )

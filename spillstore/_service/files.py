@@ -36,13 +36,28 @@ SHAPE_READ = 1024**2
 """Bytes read at a time after that (an output of few, long lines is read whole)."""
 
 
-def read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
-    """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
+def _open_regular(path: str) -> tuple[int, os.stat_result]:
+    """``path`` opened for reading, and its status; never a FIFO (the open does not
+    block) or a device, which could be read forever.
+
+    Raises:
+        StoreError: the path is not a regular file.
+    """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise StoreError(f"{path} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_if_small(path: str, budget: int, others_size: int = 0) -> str | None:
+    """The file's text when it fits ``budget`` bytes, else ``None`` (it must be adopted)."""
+    fd, info = _open_regular(path)
+    try:
         if info.st_size > budget:
             return None
         data = os.read(fd, min(budget, info.st_size) + 1)  # never a buffer past the file
@@ -67,10 +82,8 @@ def read_ends(path: str, head_bytes: int, tail_bytes: int) -> tuple[bytes, bytes
     tally = Tally()
     first = bytearray()
     last = bytearray()
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd, _ = _open_regular(path)
     with open(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StoreError(f"{path} is not a regular file")
         while chunk := file.read(_READ_CHUNK):
             tally.feed(chunk)
             if len(first) < head_bytes:
@@ -93,11 +106,8 @@ def shape_file(path: str, shaper: LineShaper, total_bytes: int, room: int) -> Sh
     Raises:
         StoreError: the path is not a regular file.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd, info = _open_regular(path)
     with open(fd, "rb") as file:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"{path} is not a regular file")
         if info.st_size != total_bytes:
             return None
         size = FIRST_SHAPE_READ
@@ -117,11 +127,8 @@ def read_ends_of(
     Raises:
         StoreError: the path is not a regular file.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd, info = _open_regular(path)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"{path} is not a regular file")
         if info.st_size != total_bytes:
             return None
         first = os.pread(fd, min(head_bytes, total_bytes), 0)
